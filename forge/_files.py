@@ -1,0 +1,235 @@
+"""Reading input files with locations, and writing output files atomically.
+
+Every input error forge reports names the file, the field and, where the file is
+YAML or JSONL, the line. pydantic gives the field as a path of keys; the YAML node
+tree (``yaml.compose``) gives the line of each key, so both meet here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from forge.errors import InputFileError
+
+__all__ = [
+    "YamlDocument",
+    "atomic_write_text",
+    "field_path",
+    "load_yaml",
+    "parse_yaml",
+    "raise_validation_error",
+    "read_jsonl",
+]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 scalars: only true/false are booleans, ``1e-3`` is a float.
+
+    PyYAML follows YAML 1.1, where ``on``/``off``/``yes``/``no`` are booleans (so the
+    key ``on:`` of a runtime rule became ``True``) and ``1e-3`` is a string.
+    """
+
+
+_BOOL, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"
+_FLOAT_RE = re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, _FLOAT_RE if tag == _FLOAT else rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text the way every forge input file is parsed (YAML 1.2 scalars)."""
+    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects built
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """A parsed YAML file that can say on which line a field was written."""
+
+    path: Path
+    data: Any
+    root: yaml.Node | None
+
+    def line_of(self, loc: Sequence[str | int]) -> int | None:
+        """1-based line of the deepest node of ``loc`` that exists in the file."""
+        node = self.root
+        line = None if node is None else node.start_mark.line + 1
+        for key in loc:
+            child = None
+            if isinstance(node, yaml.MappingNode):
+                for k_node, v_node in node.value:
+                    if isinstance(k_node, yaml.ScalarNode) and k_node.value == str(key):
+                        child = v_node
+                        line = k_node.start_mark.line + 1
+                        break
+            elif (isinstance(node, yaml.SequenceNode) and isinstance(key, int)
+                  and 0 <= key < len(node.value)):
+                child = node.value[key]
+                line = child.start_mark.line + 1
+            if child is None:
+                break
+            node = child
+        return line
+
+
+def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
+    """Parse a YAML file; a missing file or malformed YAML raises ``error`` with the line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error("file not found", file=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read: {exc}", file=p) from None
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+        data = parse_yaml(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise error(f"malformed YAML: {problem}", file=p, line=line) from None
+    except yaml.YAMLError as exc:
+        raise error(f"malformed YAML: {exc}", file=p) from None
+    return YamlDocument(path=p, data=data, root=root)
+
+
+def read_jsonl(path: str | Path, error: type[InputFileError]) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line; malformed JSON names its line."""
+    p = Path(path)
+    try:
+        fh = p.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise error("file not found", file=p) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc}", file=p) from None
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield number, json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise error(f"malformed JSON: {exc.msg} (column {exc.colno})",
+                            file=p, line=number) from None
+
+
+def field_path(loc: Sequence[str | int]) -> str:
+    """``("settings", "t", "max")`` -> ``settings.t.max``; list indexes as ``[i]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def raise_validation_error(
+    exc: ValidationError,
+    *,
+    error: type[InputFileError],
+    file: str | Path | None,
+    doc: YamlDocument | None = None,
+    prefix: Sequence[str | int] = (),
+    line: int | None = None,
+) -> None:
+    """Turn pydantic's first error into one ``error`` line: file, line, field, expectation."""
+    first = exc.errors(include_url=False)[0]
+    loc = _key_path(first["loc"], _at(doc.data, prefix) if doc is not None else None)
+    full = [*prefix, *loc]
+    if doc is not None and line is None:
+        line = doc.line_of(full)
+    message = first["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    if first["type"] in {"missing"}:
+        message = "required field is missing"
+    elif first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
+        message = f"{message} (got {_short(first['input'])})"
+    raise error(message, file=file, field=field_path(full) or None, line=line) from None
+
+
+_UNION_TAGS = {"int", "float", "bool", "enum"}
+_MISSING = object()
+
+
+def _at(data: Any, loc: Sequence[str | int]) -> Any:
+    for part in loc:
+        data = _child(data, part)
+    return data
+
+
+def _child(data: Any, part: str | int) -> Any:
+    if isinstance(data, dict):
+        return data.get(part, _MISSING)
+    if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        return data[part]
+    return _MISSING
+
+
+def _key_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
+    """Drop the loc parts that are not keys: function validators, discriminated-union tags.
+
+    With the document's data at hand, a union tag is dropped only where it is not a key,
+    so a setting named ``float`` keeps its name.
+    """
+    out: list[str | int] = []
+    for part in loc:
+        if isinstance(part, str) and part.startswith("function-"):
+            continue
+        child = _child(data, part)
+        if isinstance(part, str) and part in _UNION_TAGS and child is _MISSING:
+            continue
+        out.append(part)
+        data = child
+    return out
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, default=repr) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write all of ``text`` or nothing: a temp file in the same folder, fsync, rename.
+
+    A file that is replaced keeps its permissions; a new one gets the umask's.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,268 @@
+"""Bench: a harness, its registry and defaults, task splits, a scorer, gates and budget.
+
+``load_bench`` validates everything a run will need before any rollout starts: the
+registry and default config, every split file (ids unique, no id or input shared
+between splits), the scorer and the harness (imported now, so a broken import is
+one clear line and not a thousand failed attempts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from forge._digest import canonical_json, digest_of, sha256_hex
+from forge._files import YamlDocument, load_yaml, raise_validation_error, read_jsonl
+from forge.errors import BenchError, InputFileError
+from forge.harness import HARNESSES, Harness
+from forge.registry import Config, Registry, load_config, load_registry
+from forge.scorers import SCORERS, Scorer
+from forge.spec import BuildContext, Spec
+from forge.task import Task
+
+__all__ = [
+    "Bench",
+    "BenchFile",
+    "BudgetSettings",
+    "GateSettings",
+    "MetricSpec",
+    "RolloutSettings",
+    "SearchSettings",
+    "load_bench",
+    "resolve_bench_path",
+]
+
+SPLIT_NAMES = ("dev", "val", "test")
+T = TypeVar("T")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RolloutSettings(_Strict):
+    k: int = Field(default=5, ge=1, description="attempts per task")
+    concurrency: int = Field(default=8, ge=1, description="attempts in flight at once")
+    timeout_s: float = Field(default=30.0, gt=0, description="per-attempt timeout")
+
+
+class MetricSpec(_Strict):
+    """An auxiliary metric and how much it may regress before a candidate is refused."""
+
+    direction: Literal["lower", "higher"] = "lower"
+    max_increase: float = Field(default=0.0, ge=0,
+                                description="allowed regression (in the bad direction)")
+    relative: bool = Field(default=False, description="max_increase is a fraction of the base")
+
+
+class GateSettings(_Strict):
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    min_effect: float = Field(default=0.0, ge=0)
+    val_margin: float = Field(default=0.02, ge=0)
+    task_floors: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("task_floors")
+    @classmethod
+    def _floors_in_unit_interval(cls, v: dict[str, float]) -> dict[str, float]:
+        for tag, floor in v.items():
+            if not 0.0 <= floor <= 1.0:
+                raise ValueError(f"floor for {tag!r} must be in [0, 1], got {floor}")
+        return v
+
+
+class BudgetSettings(_Strict):
+    rollouts: int | None = Field(default=None, ge=1)
+    cost: float | None = Field(default=None, gt=0)
+    wall_time_s: float | None = Field(default=None, gt=0)
+
+
+class SearchSettings(_Strict):
+    max_steps: int = Field(default=30, ge=0)
+    patience: int = Field(default=5, ge=1)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+
+
+class BenchFile(_Strict):
+    """The bench YAML as written (paths still relative to the file)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    harness: Any
+    registry: str
+    defaults: str | None = None
+    splits: dict[str, str] = Field(min_length=1)
+    rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
+    scorer: Any = "exact"
+    metrics: dict[str, MetricSpec] = Field(default_factory=dict)
+    gates: GateSettings = Field(default_factory=GateSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @field_validator("splits")
+    @classmethod
+    def _needs_dev(cls, v: dict[str, str]) -> dict[str, str]:
+        if "dev" not in v:
+            raise ValueError("a 'dev' split is required")
+        return v
+
+
+@dataclass(frozen=True)
+class Bench:
+    """A loaded, validated bench. Build fresh harness and scorer objects per evaluation."""
+
+    path: Path
+    spec: BenchFile
+    registry: Registry
+    defaults: Config
+    splits: dict[str, list[Task]]
+    harness_spec: Spec
+    scorer_spec: Spec
+    _scorer: Scorer = field(repr=False)
+    _harness_identity: str = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def context(self, field: str) -> BuildContext:
+        return BuildContext(base_dir=self.folder, file=self.path, field=field)
+
+    def build_harness(self) -> Harness:
+        return HARNESSES.build(self.harness_spec, self.context("harness"))
+
+    @property
+    def scorer(self) -> Scorer:
+        return self._scorer
+
+    @property
+    def harness_identity(self) -> str:
+        return self._harness_identity
+
+    def tasks(self, split: str) -> list[Task]:
+        if split not in self.splits:
+            raise BenchError(f"no split {split!r}; the bench has {', '.join(self.splits)}",
+                             file=self.path, field="splits")
+        return self.splits[split]
+
+    def split_digest(self, split: str) -> str:
+        return digest_of([t.model_dump(mode="json") for t in self.tasks(split)])
+
+    @cached_property
+    def digest(self) -> str:
+        """Changes when anything that decides outcomes changes: the file, tasks, code."""
+        return digest_of({
+            "bench": self.spec.model_dump(mode="json"),
+            "registry": self.registry.digest,
+            "splits": {s: self.split_digest(s) for s in self.splits},
+            "harness": self._harness_identity,
+            "scorer": self._scorer.digest,
+        })
+
+
+def resolve_bench_path(path: str | Path) -> Path:
+    """``BENCH`` on the command line: a bench file, or a folder holding ``bench.yaml``."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "bench.yaml"
+    if not p.is_file():
+        raise BenchError("no bench here: expected a bench YAML file or a folder with bench.yaml",
+                         file=p)
+    return p.resolve()
+
+
+def load_bench(path: str | Path) -> Bench:
+    bench_path = resolve_bench_path(path)
+    doc = load_yaml(bench_path, BenchError)
+    if not isinstance(doc.data, dict):
+        raise BenchError("expected a mapping with name, harness, registry and splits",
+                         file=bench_path)
+    try:
+        spec = BenchFile.model_validate(doc.data)
+    except ValidationError as exc:
+        raise_validation_error(exc, error=BenchError, file=bench_path, doc=doc)
+        raise
+    folder = bench_path.parent
+
+    registry = load_registry(_resolve(folder, spec.registry, doc, "registry"))
+    defaults = (load_config(_resolve(folder, spec.defaults, doc, "defaults"), registry)
+                if spec.defaults else registry.defaults())
+    splits = _load_splits(folder, spec, doc)
+
+    def ctx(name: str) -> BuildContext:
+        return BuildContext(base_dir=folder, file=bench_path, field=name)
+
+    harness_spec: Spec = _at_line(lambda: HARNESSES.parse(spec.harness, ctx("harness")),
+                                  doc, "harness")
+    scorer_spec: Spec = _at_line(lambda: SCORERS.parse(spec.scorer, ctx("scorer")), doc, "scorer")
+    scorer: Scorer = _at_line(lambda: SCORERS.build(scorer_spec, ctx("scorer")), doc, "scorer")
+    harness: Harness = _at_line(lambda: HARNESSES.build(harness_spec, ctx("harness")), doc,
+                                "harness")
+    return Bench(path=bench_path, spec=spec, registry=registry, defaults=defaults, splits=splits,
+                 harness_spec=harness_spec, scorer_spec=scorer_spec, _scorer=scorer,
+                 _harness_identity=harness.identity)
+
+
+def _resolve(folder: Path, relative: str, doc: YamlDocument, field: str) -> Path:
+    p = (folder / relative).resolve()
+    if not p.is_file():
+        raise BenchError(f"file not found: {p}", file=doc.path, field=field,
+                         line=doc.line_of(field.split(".")))  # "splits.val": two keys
+    return p
+
+
+def _at_line(action: Callable[[], T], doc: YamlDocument, field: str) -> T:
+    """Run ``action``; an error about the bench file without a line gets ``field``'s line."""
+    try:
+        return action()
+    except InputFileError as exc:
+        if exc.line is None and exc.file == str(doc.path):
+            raise type(exc)(exc.message, file=exc.file, field=exc.field,
+                            line=doc.line_of([field])) from None
+        raise
+
+
+def _load_splits(folder: Path, spec: BenchFile, doc: YamlDocument) -> dict[str, list[Task]]:
+    splits: dict[str, list[Task]] = {}
+    id_owner: dict[str, str] = {}
+    input_owner: dict[str, tuple[str, str]] = {}
+    for split, relative in spec.splits.items():
+        path = _resolve(folder, relative, doc, f"splits.{split}")
+        tasks: list[Task] = []
+        seen: set[str] = set()
+        for line, value in read_jsonl(path, BenchError):
+            if not isinstance(value, dict):
+                raise BenchError("expected a JSON object per line", file=path, line=line)
+            try:
+                task = Task.model_validate(value)
+            except ValidationError as exc:
+                raise_validation_error(exc, error=BenchError, file=path, line=line)
+                raise
+            if task.id in seen:
+                raise BenchError(f"duplicate task id {task.id!r} in split {split!r}",
+                                 file=path, line=line, field="id")
+            seen.add(task.id)
+            if task.id in id_owner:
+                raise BenchError(f"task id {task.id!r} is also in split {id_owner[task.id]!r}",
+                                 file=path, line=line, field="id")
+            key = sha256_hex(canonical_json(task.input))
+            if key in input_owner:
+                other_split, other_id = input_owner[key]
+                raise BenchError(f"the input of task {task.id!r} is also the input of "
+                                 f"{other_id!r} in split {other_split!r}",
+                                 file=path, line=line, field="input")
+            tasks.append(task)
+        if not tasks:
+            raise BenchError(f"split {split!r} has no tasks", file=path)
+        for task in tasks:
+            id_owner[task.id] = split
+            input_owner[sha256_hex(canonical_json(task.input))] = (split, task.id)
+        splits[split] = tasks
+    return splits

@@ -1,0 +1,216 @@
+"""The ``forge`` command line. Bad input: one line on stderr, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from forge.bench import BenchFile, load_bench
+from forge.compare import diff_results
+from forge.errors import EvaluationInterrupted, ForgeError, UserError
+from forge.evaluate import DEFAULT_SEED, evaluate
+from forge.registry import Registry, load_config, load_registry, parse_assignment
+from forge.report import diff_table, registry_table, summary_table, task_table
+from forge.results import AttemptResult, EvalResult, load_result, save_result
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find a better configuration for an agent harness, one setting at a "
+                       "time, and prove it before it ships.")
+registry_app = typer.Typer(no_args_is_help=True, help="Inspect setting registries.")
+app.add_typer(registry_app, name="registry")
+
+_out = Console()
+_err = Console(stderr=True)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+@app.command("eval")
+def eval_command(
+    bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
+                                               help="bench file or folder with bench.yaml")],
+    split: Annotated[str, typer.Option("--split", help="split to evaluate")] = "dev",
+    config_file: Annotated[Path | None, typer.Option("--config", help="config YAML")] = None,
+    assignments: Annotated[list[str] | None, typer.Option(
+        "--set", help="override one setting: key=value (repeatable)")] = None,
+    k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="run seed")] = DEFAULT_SEED,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    timeout_s: Annotated[float | None, typer.Option("--timeout", min=0.001,
+                                                    help="per-attempt timeout (s)")] = None,
+    task_ids: Annotated[list[str] | None, typer.Option(
+        "--task", help="evaluate only this task (repeatable)")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="write the full result")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print only the summary JSON")] = False,
+    per_task: Annotated[bool, typer.Option("--per-task", help="show a row per task")] = False,
+) -> None:
+    """Evaluate one config on one split: K attempts per task, scored."""
+    bench = load_bench(bench_path)
+    config = load_config(config_file, bench.registry) if config_file else bench.defaults
+    if assignments:
+        config = bench.registry.with_values(config, dict(parse_assignment(a)
+                                                         for a in assignments))
+    bench.tasks(split)  # a missing split is bad input before any progress bar appears
+    if save is not None and save.is_dir():  # found now, not after the whole evaluation
+        raise UserError(f"--save: {save} is a folder; expected a file path")
+    result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
+                                concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
+                                show=_err.is_terminal)
+    if save is not None:
+        try:
+            save_result(result, save)
+        except OSError as exc:
+            raise UserError(f"--save: cannot write {save}: {exc.strerror or exc}") from None
+    if as_json:
+        _print_json(result.summary())
+        return
+    _out.print(summary_table(result))
+    if per_task:
+        _out.print(task_table(result))
+    if save is not None:
+        _out.print(f"saved {save}")
+
+
+def _run_with_progress(bench: Any, config: Any, *, show: bool, **options: Any) -> EvalResult:
+    if not show:
+        return evaluate(bench, config, **options)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TaskProgressColumn(),
+                        TextColumn("pass {task.fields[rate]}"), TimeElapsedColumn(),
+                        TimeRemainingColumn(), console=_err, transient=True)
+    counts = {"scored": 0, "passed": 0}
+    with progress:
+        total = len(bench.tasks(options["split"]) if not options.get("task_ids")
+                    else dict.fromkeys(options["task_ids"]))
+        bar = progress.add_task(options["split"], total=total * (options.get("k")
+                                                                 or bench.spec.rollouts.k),
+                                rate="—")
+
+        def on_attempt(a: AttemptResult) -> None:
+            if a.scored:
+                counts["scored"] += 1
+                counts["passed"] += int(a.passed)
+            rate = (f"{100 * counts['passed'] / counts['scored']:.1f}%"
+                    if counts["scored"] else "—")
+            progress.update(bar, advance=1, rate=rate)
+
+        return evaluate(bench, config, on_attempt=on_attempt, **options)
+
+
+@app.command("diff")
+def diff_command(
+    a: Annotated[Path, typer.Argument(metavar="A.json")],
+    b: Annotated[Path, typer.Argument(metavar="B.json")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Compare two saved results task by task (B against A), paired by seed."""
+    ra, rb = load_result(a), load_result(b)
+    names = (str(a), str(b))
+    diff = diff_results(ra, rb, names=names)
+    if as_json:
+        _print_json({
+            "mean_delta": diff.mean_delta,
+            "tasks": [{"id": t.task_id, "pairs": t.n_pairs, "score_a": t.score_a,
+                       "score_b": t.score_b, "delta": t.delta, "pass_a": t.pass_a,
+                       "pass_b": t.pass_b} for t in diff.tasks],
+            "only_in_a": diff.only_in_a, "only_in_b": diff.only_in_b,
+        })
+        return
+    _out.print(diff_table(diff, names))
+    mean = "—" if diff.mean_delta is None else f"{diff.mean_delta:+.4f}"
+    _out.print(f"mean Δ score over {len(diff.paired)} paired tasks: {mean}; "
+               f"{len(diff.improved)} improved, {len(diff.regressed)} regressed")
+    if diff.only_in_a or diff.only_in_b:
+        _out.print(f"unmatched tasks: only in {a}: {', '.join(diff.only_in_a) or 'none'}; "
+                   f"only in {b}: {', '.join(diff.only_in_b) or 'none'}")
+
+
+@registry_app.command("show")
+def registry_show(
+    path: Annotated[Path, typer.Argument(metavar="REGISTRY")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Print a registry's settings, bounds and defaults."""
+    registry = load_registry(path)
+    if as_json:
+        _print_json({**registry.model_dump(mode="json"), "digest": registry.digest})
+        return
+    _out.print(registry_table(registry))
+    for signal, moves in registry.hints.items():
+        _out.print(f"hint  {signal}: " + ", ".join(f"{t} {d}" for t, d in moves.items()))
+    if registry.runtime is not None:
+        rt = registry.runtime
+        _out.print(f"runtime  allow: {', '.join(rt.allow) or 'nothing'}; "
+                   f"max {rt.max_moves_per_run} moves per run")
+        for rule in rt.rules:
+            _out.print(f"  on {rule.on}: {rule.target} {rule.direction}")
+
+
+@app.command("schema")
+def schema_command(
+    which: Annotated[str, typer.Argument(help="registry, bench, or all")] = "all",
+) -> None:
+    """Print JSON Schemas of registry and bench files, for editor validation."""
+    schemas = {"registry": Registry.model_json_schema(), "bench": BenchFile.model_json_schema()}
+    if which == "all":
+        _print_json(schemas)
+    elif which in schemas:
+        _print_json(schemas[which])
+    else:
+        raise UserError(f"schema: unknown kind {which!r}; expected registry, bench or all")
+
+
+def _usage_error(exc: BaseException) -> bool:
+    """Typer's parser errors (bad option, missing argument) expose these two members;
+    matching on them keeps us off typer's private exception module."""
+    return hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input is one line and exit 2; Ctrl-C exits 130."""
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt, EvaluationInterrupted):
+        _err.print("forge: interrupted; nothing was saved", highlight=False)
+        return 130
+    except UserError as exc:
+        _err.print(f"forge: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return 2
+    except ForgeError as exc:
+        _err.print(f"forge: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return 1
+    except Exception as exc:
+        if not _usage_error(exc):
+            raise
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            _err.print(ctx.get_help(), highlight=False, markup=False)
+        else:
+            _err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
+                       highlight=False, markup=False, soft_wrap=True)
+        return 2
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Every exception forge raises on purpose.
+
+The tree::
+
+    ForgeError                      root: catch this to catch anything forge raises
+    ├── UserError                   bad input; the CLI prints str(err) as one line, exit 2
+    │   ├── InputFileError          a file (registry, config, bench, split, result) is wrong
+    │   │   ├── RegistryError       a registry file or a setting declaration
+    │   │   ├── ConfigError         a config that its registry refuses
+    │   │   ├── BenchError          a bench file, a split, a harness or scorer spec
+    │   │   └── ResultFileError     a saved result of another format or a damaged one
+    │   ├── IncomparableError       two results whose environments differ
+    │   └── MoveError               an illegal move
+    │       └── StaleMoveError      a move whose ``before`` is not the config's value
+    └── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
+
+What is *not* here: a harness that raises, hangs or returns garbage. Those are
+rollout failures, recorded on the attempt as data (``AttemptResult.stop_reason``
+and ``AttemptResult.error``) and never raised through the evaluation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "BenchError",
+    "ConfigError",
+    "EvaluationInterrupted",
+    "ForgeError",
+    "IncomparableError",
+    "InputFileError",
+    "MoveError",
+    "RegistryError",
+    "ResultFileError",
+    "StaleMoveError",
+    "UserError",
+]
+
+
+class ForgeError(Exception):
+    """Root of every exception forge raises on purpose."""
+
+
+class UserError(ForgeError):
+    """Bad input. ``str()`` is one line a person can act on."""
+
+
+class InputFileError(UserError):
+    """An input file is wrong. The message names the file, the field and what was expected.
+
+    Rendered as ``FILE[:LINE]: FIELD: MESSAGE``; each part is left out when unknown.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        field: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.field = field
+        self.line = line
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+        parts = [p for p in (where, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class RegistryError(InputFileError):
+    """A registry file, or one of its setting declarations, is invalid."""
+
+
+class ConfigError(InputFileError):
+    """A config is refused by its registry: unknown key, missing key, wrong type, out of bounds."""
+
+
+class BenchError(InputFileError):
+    """A bench file, one of its splits, or its harness or scorer cannot be used."""
+
+
+class ResultFileError(InputFileError):
+    """A saved result cannot be loaded: another format version, damaged, or not a result."""
+
+
+class IncomparableError(UserError):
+    """Two results were produced in different environments and cannot be compared."""
+
+
+class MoveError(UserError):
+    """A move that cannot be applied: unknown setting, out of bounds, or not a single change."""
+
+
+class StaleMoveError(MoveError):
+    """A move's ``before`` is not the config's current value: it was made for another config."""
+
+
+class EvaluationInterrupted(ForgeError):
+    """The user interrupted an evaluation (Ctrl-C). Nothing half-written is left behind.
+
+    ``partial`` holds what had finished (an ``EvalResult`` whose in-flight attempts
+    are ``cancelled``), for a caller that wants to show it; it is never saved.
+    """
+
+    def __init__(self, partial: object = None) -> None:
+        self.partial = partial
+        super().__init__("interrupted")

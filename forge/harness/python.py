@@ -1,0 +1,148 @@
+"""The ``python`` harness: a ``module:function`` imported from the bench's folder."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from forge._digest import file_digest
+from forge._threads import DaemonThreadPool
+from forge.errors import BenchError
+from forge.harness._base import AttemptContext
+from forge.spec import BuildContext
+from forge.task import Task
+
+__all__ = ["PythonHarness", "import_target"]
+
+
+def import_target(target: str, base_dir: Path, *, file: Path | None = None,
+                  field: str | None = None) -> tuple[Callable[..., Any], str]:
+    """Import ``module:attr`` with ``base_dir`` first on the import path.
+
+    Returns the callable and an identity that changes when the module's source does.
+    A module of the same name imported earlier from another folder (two benches each
+    with a ``harness.py``) is re-imported from ``base_dir``.
+    """
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise BenchError(f"expected 'module:function', got {target!r}", file=file, field=field)
+    base = str(base_dir.resolve())
+    # First on the path even if an earlier bench left it further down: loading bench A,
+    # then B, then A again must find A's module, not B's.
+    while base in sys.path:
+        sys.path.remove(base)
+    sys.path.insert(0, base)
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and _stale(getattr(loaded, "__file__", None), base_dir):
+        for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+            del sys.modules[name]
+    importlib.invalidate_caches()  # see files written since the last import
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of user code is bad input
+        raise BenchError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}",
+                         file=file, field=field) from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BenchError(f"module {module_name!r} has no attribute {attr!r}",
+                             file=file, field=field)
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise BenchError(f"{target!r} is not callable", file=file, field=field)
+    source = getattr(module, "__file__", None)
+    digest = file_digest(source) if source else "builtin"
+    if source:
+        _imported_digest.setdefault(str(Path(source).resolve()), digest)
+    identity = f"python:{target}:{digest}"
+    return obj, identity
+
+
+#: Source digest of each module file as it was when imported, to notice later edits.
+_imported_digest: dict[str, str] = {}
+
+
+def _stale(path: str | None, folder: Path) -> bool:
+    """A loaded module must be imported again: it comes from another folder, or its
+    source changed since it was imported (the identity would name code not running)."""
+    if not _is_under(path, folder) or path is None:
+        return True
+    key = str(Path(path).resolve())
+    try:
+        current = file_digest(key)
+    except OSError:
+        return True
+    if _imported_digest.get(key, current) != current:
+        del _imported_digest[key]
+        return True
+    return False
+
+
+def _is_under(path: str | None, folder: Path) -> bool:
+    if not path:
+        return False
+    try:
+        Path(path).resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+class HarnessExit(Exception):
+    """A harness called ``sys.exit()``: an error of its attempt, not the end of forge."""
+
+    def __init__(self, exc: SystemExit) -> None:
+        super().__init__(f"SystemExit: {exc.code}")
+
+
+class PythonHarness:
+    """Calls ``fn(config, task, ctx)``; async functions are awaited, sync ones run in
+    daemon threads so that one which never returns cannot hold the process."""
+
+    def __init__(self, fn: Callable[..., Any], identity: str) -> None:
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._identity = identity
+        self._pool = DaemonThreadPool("forge-harness")
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def sync_callable(self) -> Callable[..., Any] | None:
+        """The plain function when it is sync, so the engine can run it on thread lanes."""
+        return None if self._is_async else self._fn
+
+    async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> Any:
+        if self._is_async:
+            try:
+                result = await self._fn(config, task, ctx)
+            except SystemExit as exc:
+                # Raised in a task, SystemExit would end the event loop and forge with it.
+                raise HarnessExit(exc) from None
+        else:
+            result = await asyncio.wrap_future(self._pool.submit(self._fn, config, task, ctx))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def aclose(self) -> None:
+        self._pool.shutdown()
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> PythonHarness:
+        target = args.get("target")
+        unknown = set(args) - {"target"}
+        if unknown:
+            raise ValueError(f"unknown argument(s) {sorted(unknown)}; expected 'target'")
+        if not isinstance(target, str):
+            raise ValueError("expected 'module:function'")
+        fn, identity = import_target(target, ctx.base_dir, file=ctx.file,
+                                     field=".".join(filter(None, [ctx.field, "python"])))
+        return cls(fn, identity)

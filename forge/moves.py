@@ -1,0 +1,65 @@
+"""Moves: one setting, ``before -> after``, each with an exact inverse.
+
+One move per candidate, so every score change has one cause. A move carries the
+value it expects to replace; applying it to a config holding anything else is a
+:class:`~forge.errors.StaleMoveError`, which catches a proposal made for an
+incumbent that has since changed.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from forge.errors import MoveError, StaleMoveError
+from forge.registry import Config, Registry, Scalar, same_value
+
+__all__ = ["Move", "apply_move", "neighbourhood"]
+
+
+class Move(BaseModel):
+    """Change ``target`` from ``before`` to ``after``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    target: str
+    before: Scalar
+    after: Scalar
+
+    def inverse(self) -> Move:
+        return Move(target=self.target, before=self.after, after=self.before)
+
+    def __str__(self) -> str:
+        return f"{self.target}: {self.before!r} -> {self.after!r}"
+
+
+def apply_move(registry: Registry, config: Config, move: Move) -> Config:
+    """The config with ``move`` applied; refuses stale, no-op, unknown or out-of-bounds moves."""
+    setting = registry.settings.get(move.target)
+    if setting is None:
+        raise MoveError(f"move {move}: unknown setting {move.target!r}")
+    current = config.values.get(move.target)
+    if not same_value(current, move.before):
+        raise StaleMoveError(f"move {move} is stale: {move.target} is {current!r}")
+    try:
+        after = setting.check(move.after)
+    except ValueError as exc:
+        raise MoveError(f"move {move}: {exc}") from None
+    if same_value(after, current):
+        raise MoveError(f"move {move} changes nothing")
+    values = dict(config.values)
+    values[move.target] = after
+    return Config(values=values, registry_digest=config.registry_digest)
+
+
+def neighbourhood(registry: Registry, config: Config) -> list[Move]:
+    """Every one-setting move from ``config``, in registry order.
+
+    int and float: ``±step`` (log scale ``×2`` / ``÷2``), clamped to bounds; bool:
+    flip; enum: each other choice. Moves that clamp back onto the current value are
+    left out, so every move changes exactly one setting.
+    """
+    moves: list[Move] = []
+    for name, setting in registry.settings.items():
+        current = config.values[name]
+        for value in setting.neighbours(current):
+            moves.append(Move(target=name, before=current, after=value))
+    return moves

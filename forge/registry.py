@@ -1,0 +1,372 @@
+"""The registry: which settings a harness has, their types and bounds, and valid configs.
+
+Nothing outside the registry can change and nothing can leave its bounds: every
+config forge evaluates, proposes or promotes goes through :meth:`Registry.validate`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
+
+from forge._digest import digest_of
+from forge._files import (
+    YamlDocument,
+    field_path,
+    load_yaml,
+    parse_yaml,
+    raise_validation_error,
+)
+from forge.errors import ConfigError, RegistryError
+
+__all__ = [
+    "BoolSetting",
+    "Config",
+    "EnumSetting",
+    "FloatSetting",
+    "IntSetting",
+    "Registry",
+    "RuntimeRule",
+    "RuntimeSection",
+    "Scalar",
+    "Setting",
+    "load_config",
+    "load_registry",
+    "parse_assignment",
+    "same_value",
+]
+
+Scalar = bool | int | float | str
+_FLOAT_DIGITS = 12  # significant digits kept: 0.7 + 0.1 lands on 0.8, not 0.7999999999999999
+
+
+def _round_float(x: float, magnitude: float) -> float:
+    """``x`` without the noise of float arithmetic on operands as large as ``magnitude``.
+
+    Relative to the operands, not a fixed number of decimals: a fixed count rounded
+    ``2e-12`` to ``0.0`` and made small settings immovable.
+    """
+    if magnitude == 0 or not math.isfinite(magnitude):
+        return x
+    return round(x, _FLOAT_DIGITS - 1 - math.floor(math.log10(magnitude)))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that keeps ``True`` and ``1`` apart (Python's ``==`` does not)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+class _SettingBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    description: str = ""
+
+    def check(self, value: Any) -> Scalar:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def neighbours(self, value: Any) -> list[Scalar]:  # pragma: no cover
+        raise NotImplementedError
+
+    def bounds_text(self) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+
+class IntSetting(_SettingBase):
+    type: Literal["int"]
+    min: int
+    max: int
+    step: int = Field(default=1, gt=0)
+    default: StrictInt  # a YAML `true` must not pass as 1
+    scale: Literal["linear", "log"] = "linear"
+
+    @model_validator(mode="after")
+    def _bounds(self) -> IntSetting:
+        _check_bounds(self.min, self.max, self.default, self.scale)
+        return self
+
+    def check(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer in [{self.min}, {self.max}], got {value!r}")
+        if not self.min <= value <= self.max:
+            raise ValueError(f"{value} is outside [{self.min}, {self.max}]")
+        return value
+
+    def neighbours(self, value: Any) -> list[Scalar]:
+        v = self.check(value)
+        raw = [v // 2, v * 2] if self.scale == "log" else [v - self.step, v + self.step]
+        return _distinct_clamped(raw, v, self.min, self.max)
+
+    def bounds_text(self) -> str:
+        extra = ", log" if self.scale == "log" else f", step {self.step}"
+        return f"[{self.min}, {self.max}]{extra}"
+
+
+class FloatSetting(_SettingBase):
+    type: Literal["float"]
+    min: float
+    max: float
+    step: float | None = Field(default=None, gt=0)
+    default: float
+    scale: Literal["linear", "log"] = "linear"
+
+    @model_validator(mode="after")
+    def _bounds(self) -> FloatSetting:
+        for name in ("min", "max", "default"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number")
+        _check_bounds(self.min, self.max, self.default, self.scale)
+        return self
+
+    @property
+    def effective_step(self) -> float:
+        """The declared step, or a tenth of the range when none is declared."""
+        return self.step if self.step is not None else (self.max - self.min) / 10 or 1.0
+
+    def check(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number in [{self.min}, {self.max}], got {value!r}")
+        v = float(value)
+        if not math.isfinite(v) or not self.min <= v <= self.max:
+            raise ValueError(f"{value} is outside [{self.min}, {self.max}]")
+        return v
+
+    def neighbours(self, value: Any) -> list[Scalar]:
+        v = self.check(value)
+        s = self.effective_step
+        if self.scale == "log":  # halving and doubling are exact in binary floating point
+            raw = [v / 2, v * 2]
+        else:
+            raw = [_round_float(x, max(abs(v), s)) for x in (v - s, v + s)]
+        return _distinct_clamped(raw, v, self.min, self.max)
+
+    def bounds_text(self) -> str:
+        extra = ", log" if self.scale == "log" else f", step {self.effective_step:g}"
+        return f"[{self.min:g}, {self.max:g}]{extra}"
+
+
+class BoolSetting(_SettingBase):
+    type: Literal["bool"]
+    default: StrictBool
+
+    def check(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+    def neighbours(self, value: Any) -> list[Scalar]:
+        return [not self.check(value)]
+
+    def bounds_text(self) -> str:
+        return "true | false"
+
+
+class EnumSetting(_SettingBase):
+    type: Literal["enum"]
+    choices: list[bool | int | float | str] = Field(min_length=1)
+    default: bool | int | float | str
+
+    @model_validator(mode="after")
+    def _choices(self) -> EnumSetting:
+        seen: list[Any] = []
+        for c in self.choices:
+            if any(same_value(c, s) for s in seen):
+                raise ValueError(f"choice {c!r} is listed twice")
+            seen.append(c)
+        if not any(same_value(self.default, c) for c in self.choices):
+            raise ValueError(f"default {self.default!r} is not one of the choices {self.choices}")
+        return self
+
+    def check(self, value: Any) -> Scalar:
+        for c in self.choices:
+            if same_value(value, c):
+                return c
+        raise ValueError(f"expected one of {self.choices}, got {value!r}")
+
+    def neighbours(self, value: Any) -> list[Scalar]:
+        v = self.check(value)
+        return [c for c in self.choices if not same_value(c, v)]
+
+    def bounds_text(self) -> str:
+        return " | ".join(str(c) for c in self.choices)
+
+
+Setting = Annotated[IntSetting | FloatSetting | BoolSetting | EnumSetting,
+                    Field(discriminator="type")]
+
+
+def _check_bounds(lo: float, hi: float, default: float, scale: str) -> None:
+    if lo > hi:
+        raise ValueError(f"min ({lo}) is greater than max ({hi})")
+    if not lo <= default <= hi:
+        raise ValueError(f"default {default} is outside [{lo}, {hi}]")
+    if scale == "log" and lo <= 0:
+        raise ValueError(f"log scale needs min > 0, got min {lo}")
+
+
+def _distinct_clamped(raw: list[Any], current: Any, lo: Any, hi: Any) -> list[Scalar]:
+    out: list[Scalar] = []
+    for x in raw:
+        x = min(max(x, lo), hi)
+        if x != current and x not in out:
+            out.append(x)
+    return out
+
+
+class _ReferenceError(ValueError):
+    """A hint or runtime entry that names a bad setting or direction, with its location."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+class RuntimeRule(BaseModel):
+    """A failure signal that the runtime mutator answers with one move of one setting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    on: str
+    target: str
+    direction: Literal["up", "down", "toggle"] | str
+
+
+class RuntimeSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    allow: list[str] = Field(default_factory=list)
+    max_moves_per_run: int = Field(default=1, ge=0)
+    rules: list[RuntimeRule] = Field(default_factory=list)
+
+
+class Registry(BaseModel):
+    """The settings of one harness. Load with :func:`load_registry`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    settings: dict[str, Setting] = Field(min_length=1)
+    hints: dict[str, dict[str, str]] = Field(default_factory=dict)
+    runtime: RuntimeSection | None = None
+
+    @model_validator(mode="after")
+    def _references(self) -> Registry:
+        for signal, moves in self.hints.items():
+            for target, direction in moves.items():
+                self._check_reference(("hints", signal, target), target, direction)
+        if self.runtime is not None:
+            for i, target in enumerate(self.runtime.allow):
+                if target not in self.settings:
+                    raise _ReferenceError(f"runtime.allow names unknown setting {target!r}",
+                                          ("runtime", "allow", i))
+            for i, rule in enumerate(self.runtime.rules):
+                self._check_reference(("runtime", "rules", i), rule.target, rule.direction)
+        return self
+
+    def _check_reference(self, loc: tuple[str | int, ...], target: str, direction: str) -> None:
+        where = field_path(loc[:2] if loc[0] == "hints" else loc)
+        if target not in self.settings:
+            raise _ReferenceError(f"{where} names unknown setting {target!r}", loc)
+        setting = self.settings[target]
+        allowed = ({"toggle"} if isinstance(setting, BoolSetting)
+                   else {str(c) for c in setting.choices} if isinstance(setting, EnumSetting)
+                   else {"up", "down"})
+        if direction not in allowed:
+            raise _ReferenceError(f"{where}: direction {direction!r} for {target!r}; "
+                                  f"expected one of {sorted(allowed)}", loc)
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of the registry's canonical content (comments and layout do not count)."""
+        return digest_of(self.model_dump(mode="json"))
+
+    def validate_config(self, values: Mapping[str, Any], *, file: str | Path | None = None,
+                        doc: YamlDocument | None = None) -> Config:
+        """A complete, in-bounds config, or :class:`ConfigError` naming the key and bound."""
+        if not isinstance(values, Mapping):
+            raise ConfigError("expected a mapping of setting: value", file=file)
+        for key in values:
+            if key not in self.settings:
+                line = doc.line_of([key]) if doc else None
+                raise ConfigError(f"unknown setting; registry {self.name!r} has "
+                                  f"{', '.join(self.settings)}",
+                                  file=file, field=str(key), line=line)
+        checked: dict[str, Scalar] = {}
+        for key, setting in self.settings.items():
+            if key not in values:
+                raise ConfigError(f"missing; expected {setting.type} {setting.bounds_text()}",
+                                  file=file, field=key)
+            try:
+                checked[key] = setting.check(values[key])
+            except ValueError as exc:
+                line = doc.line_of([key]) if doc else None
+                raise ConfigError(str(exc), file=file, field=key, line=line) from None
+        return Config(values=checked, registry_digest=self.digest)
+
+    def defaults(self) -> Config:
+        return self.validate_config({k: s.default for k, s in self.settings.items()})
+
+    def with_values(self, config: Config, updates: Mapping[str, Any], *,
+                    source: str = "--set") -> Config:
+        """``config`` with some settings replaced, validated as a whole."""
+        return self.validate_config({**config.values, **updates}, file=source)
+
+
+class Config(BaseModel):
+    """A validated mapping ``setting -> value``, tied to its registry by digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    values: dict[str, Scalar]
+    registry_digest: str
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return digest_of({"config": self.values, "registry": self.registry_digest})
+
+    def as_dict(self) -> dict[str, Scalar]:
+        """A fresh copy that a harness may mutate without touching this config."""
+        return dict(self.values)
+
+
+def load_registry(path: str | Path) -> Registry:
+    doc = load_yaml(path, RegistryError)
+    if not isinstance(doc.data, dict):
+        raise RegistryError("expected a mapping with 'name' and 'settings'", file=doc.path)
+    try:
+        return Registry.model_validate(doc.data)
+    except ValidationError as exc:
+        cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
+        line = doc.line_of(cause.loc) if isinstance(cause, _ReferenceError) else None
+        raise_validation_error(exc, error=RegistryError, file=doc.path, doc=doc, line=line)
+        raise  # unreachable; keeps type checkers content
+
+
+def load_config(path: str | Path, registry: Registry) -> Config:
+    doc = load_yaml(path, ConfigError)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping of setting: value", file=doc.path)
+    return registry.validate_config(data, file=doc.path, doc=doc)
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``key=value`` from the command line; the value is read as a YAML scalar."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected key=value, got {text!r}", file="--set")
+    try:
+        value = parse_yaml(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value

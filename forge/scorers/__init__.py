@@ -1,0 +1,73 @@
+"""Scorers: how forge judges one completed attempt.
+
+One :class:`PluginRegistry` by name; a bench names its scorer as a spec and
+:func:`build_scorer` rebuilds it. Importing this package registers every scorer:
+
+==============  ===========  ==========================================================
+name            shorthand    options (defaults)
+==============  ===========  ==========================================================
+``exact``       --           case_sensitive (true), normalize_whitespace (true),
+                             coerce (true)
+``contains``    ``text``     text (task.expected; text or list), case_sensitive (false)
+``regex``       ``pattern``  pattern (task.expected), flags ([]), mode (search|fullmatch)
+``numeric``     --           abs_tol (1e-9), rel_tol (0)
+``code``        ``target``   target ("module:function"), threshold (0.5)
+``toolcall``    --           allow_additional (true), ordered (false)
+``all``         ``scorers``  scorers (list of specs)
+``any``         ``scorers``  scorers (list of specs)
+``weighted``    ``scorers``  scorers (list of {scorer, weight (1)}), threshold (0.5)
+==============  ===========  ==========================================================
+
+In YAML: ``scorer: exact``, ``scorer: {regex: "^\\d+$"}``,
+``scorer: {all: [toolcall, {numeric: {rel_tol: 0.01}}]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forge.scorers._base import Score, Scorer
+from forge.scorers.code import CodeScorer
+from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer, composite_factory
+from forge.scorers.numeric import NumericScorer
+from forge.scorers.text import ContainsScorer, ExactScorer, RegexScorer
+from forge.scorers.toolcall import ToolCallScorer
+from forge.spec import BuildContext, PluginRegistry, Spec
+
+__all__ = [
+    "SCORERS",
+    "AllScorer",
+    "AnyScorer",
+    "CodeScorer",
+    "ContainsScorer",
+    "ExactScorer",
+    "NumericScorer",
+    "RegexScorer",
+    "Score",
+    "Scorer",
+    "ToolCallScorer",
+    "WeightedScorer",
+    "build_scorer",
+    "parse_scorer",
+]
+
+SCORERS: PluginRegistry[Scorer] = PluginRegistry("scorer")
+SCORERS.register("exact")(ExactScorer.from_args)
+SCORERS.register("contains", shorthand="text")(ContainsScorer.from_args)
+SCORERS.register("regex", shorthand="pattern")(RegexScorer.from_args)
+SCORERS.register("numeric")(NumericScorer.from_args)
+SCORERS.register("code", shorthand="target")(CodeScorer.from_args)
+SCORERS.register("toolcall")(ToolCallScorer.from_args)
+SCORERS.register("all", shorthand="scorers")(composite_factory("all", SCORERS))
+SCORERS.register("any", shorthand="scorers")(composite_factory("any", SCORERS))
+SCORERS.register("weighted", shorthand="scorers")(composite_factory("weighted", SCORERS))
+
+
+def parse_scorer(value: Any, ctx: BuildContext) -> Spec:
+    """A scorer spec from its YAML form; an unknown name is a one-line ``BenchError``."""
+    return SCORERS.parse(value, ctx)
+
+
+def build_scorer(spec: Spec, ctx: BuildContext) -> Scorer:
+    """The scorer ``spec`` names; bad arguments are a one-line ``BenchError``."""
+    return SCORERS.build(spec, ctx)

@@ -1,0 +1,28 @@
+"""Every bench shipped in the repository loads and evaluates (k=1 on a few dev tasks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forge.bench import load_bench
+from forge.evaluate import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHES = sorted([*ROOT.glob("benches/*/bench.yaml"), *ROOT.glob("tests/benches/*/bench.yaml")])
+
+
+def test_the_repository_ships_benches() -> None:
+    assert any("tests/benches" in str(p) for p in BENCHES)
+
+
+@pytest.mark.parametrize("bench_file", BENCHES, ids=lambda p: p.parent.name)
+def test_shipped_bench_evaluates(bench_file: Path) -> None:
+    bench = load_bench(bench_file)
+    dev = bench.tasks("dev")
+    result = evaluate(bench, bench.defaults, split="dev", k=1,
+                      task_ids=[t.id for t in dev[:10]])
+    assert result.n_attempts == min(10, len(dev))
+    # A shipped bench's default config must be scoreable: its harness runs cleanly.
+    assert result.n_scored == result.n_attempts, result.stop_reasons()

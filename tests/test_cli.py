@@ -1,0 +1,353 @@
+"""The ``forge`` command line: machine-readable output, exit codes, one-line errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ARITH, MakeBench
+
+from forge.cli import main
+from forge.results import SUMMARY_KEYS, load_result
+
+BENCH = str(ARITH)
+REGISTRY = str(ARITH / "registry.yaml")
+SETTINGS = ("effort", "temperature", "width", "mode", "verify")
+
+
+def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    """Run ``forge ARGS`` in-process; returns (exit code, stdout, stderr)."""
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def forge_json(capsys: pytest.CaptureFixture[str], *args: object) -> Any:
+    code, out, err = forge(capsys, *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_user_error(code: int, out: str, err: str, *fragments: str) -> str:
+    """Exit 2, nothing on stdout, exactly one ``forge: error:`` line on stderr."""
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("forge: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert out == ""
+    return lines[0]
+
+
+# -- forge eval ----------------------------------------------------------------------
+
+
+def test_eval_json_prints_only_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = forge(capsys, "eval", BENCH, "--json", "-k", "2")
+    assert code == 0, err
+    summary = json.loads(out)  # the whole of stdout is one JSON document
+    assert tuple(summary) == SUMMARY_KEYS
+    assert (summary["bench"], summary["split"], summary["k"]) == ("arith", "dev", 2)
+    assert summary["n_tasks"] == 12
+    assert summary["n_attempts"] == 24
+    assert err == ""
+
+
+def test_eval_is_reproducible_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    a = forge_json(capsys, "eval", BENCH, "--json", "-k", "2")
+    b = forge_json(capsys, "eval", BENCH, "--json", "-k", "2")
+    assert a["tasks"] == b["tasks"]
+    c = forge_json(capsys, "eval", BENCH, "--json", "-k", "2", "--seed", "1")
+    assert c["env_fingerprint"] == a["env_fingerprint"]
+
+
+def test_set_changes_the_config_fingerprint_only(capsys: pytest.CaptureFixture[str]) -> None:
+    base = forge_json(capsys, "eval", BENCH, "--json", "-k", "1")
+    changed = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--set", "effort=3")
+    assert changed["config_fingerprint"] != base["config_fingerprint"]
+    assert changed["env_fingerprint"] == base["env_fingerprint"]
+    explicit = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--set", "effort=1")
+    assert explicit["config_fingerprint"] == base["config_fingerprint"]
+
+
+def test_config_file_and_set_combine(capsys: pytest.CaptureFixture[str],
+                                     tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("effort: 3\ntemperature: 0.7\nwidth: 2\nmode: fast\nverify: false\n",
+                      encoding="utf-8")
+    from_file = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--config", config)
+    from_set = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--set", "effort=3")
+    assert from_file["config_fingerprint"] == from_set["config_fingerprint"]
+
+
+def test_save_writes_a_loadable_result(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    path = tmp_path / "out" / "result.json"
+    summary = forge_json(capsys, "eval", BENCH, "--json", "-k", "2", "--save", path)
+    assert load_result(path).summary() == summary
+
+
+def test_split_option(capsys: pytest.CaptureFixture[str]) -> None:
+    summary = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--split", "val")
+    assert summary["split"] == "val"
+    assert [t["id"] for t in summary["tasks"]] == [f"val-0{i}" for i in range(8)]
+
+
+def test_task_option_selects_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    summary = forge_json(capsys, "eval", BENCH, "--json", "-k", "1", "--task", "dev-03",
+                         "--task", "dev-01")
+    assert [t["id"] for t in summary["tasks"]] == ["dev-03", "dev-01"]
+
+
+def test_eval_table_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    code, out, err = forge(capsys, "eval", BENCH, "-k", "1", "--per-task", "--save", path)
+    assert code == 0, err
+    assert "arith" in out and "pass rate" in out
+    assert "dev-11" in out  # the per-task table
+    assert f"saved {path}" in out.replace("\n", "")
+    assert path.is_file()
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--set", "nope=1"], ["--set", "nope", "unknown setting"]),
+    (["--set", "effort=9"], ["effort", "[1, 5]"]),
+    (["--set", "temperature=-0.5"], ["temperature", "[0.0, 1.0]"]),
+    (["--set", "mode=slow"], ["mode", "slow"]),
+    (["--set", "effort"], ["expected key=value"]),
+    (["--split", "nope"], ["no split 'nope'", "dev, val, test"]),
+    (["--task", "dev-99"], ["dev-99"]),
+])
+def test_bad_eval_options_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                  args: list[str],
+                                                  fragments: list[str]) -> None:
+    assert_user_error(*forge(capsys, "eval", BENCH, "--json", *args), *fragments)
+
+
+def test_a_missing_bench_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-bench"
+    assert_user_error(*forge(capsys, "eval", missing), str(missing))
+
+
+def test_a_bench_whose_harness_cannot_be_imported(capsys: pytest.CaptureFixture[str],
+                                                  make_bench: MakeBench) -> None:
+    path = make_bench("import forge_no_such_module_xyz\n")
+    assert_user_error(*forge(capsys, "eval", path), str(path), "harness",
+                      "ModuleNotFoundError")
+
+
+def test_a_malformed_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("effort: 1\ntemperature: [0.7\n", encoding="utf-8")
+    line = assert_user_error(*forge(capsys, "eval", BENCH, "--config", config), str(config),
+                             "malformed YAML")
+    assert line.startswith(f"forge: error: {config}:")
+
+
+def test_a_config_file_with_a_missing_key(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("effort: 1\ntemperature: 0.7\nwidth: 2\nmode: fast\n", encoding="utf-8")
+    assert_user_error(*forge(capsys, "eval", BENCH, "--config", config), str(config),
+                      "verify", "missing")
+
+
+def test_a_config_file_with_an_unknown_key_names_its_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("effort: 1\ntemperature: 0.7\nwidth: 2\nmode: fast\nverify: false\n"
+                      "colour: red\n", encoding="utf-8")
+    assert_user_error(*forge(capsys, "eval", BENCH, "--config", config),
+                      f"{config}:6: colour")
+
+
+def test_a_missing_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert_user_error(*forge(capsys, "eval", BENCH, "--config", tmp_path / "nope.yaml"),
+                      "nope.yaml", "not found")
+
+
+def test_bad_input_leaves_an_existing_save_file_untouched(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    path.write_text("precious", encoding="utf-8")
+    assert_user_error(*forge(capsys, "eval", BENCH, "--save", path, "--set", "effort=0"))
+    assert path.read_text(encoding="utf-8") == "precious"
+
+
+def test_save_to_a_folder_is_refused_before_evaluating(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    assert_user_error(*forge(capsys, "eval", BENCH, "--json", "--save", tmp_path),
+                      "--save", str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_where_nothing_can_be_written(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    target = blocker / "sub" / "r.json"  # its "folder" is a file
+    assert_user_error(*forge(capsys, "eval", BENCH, "-k", "1", "--json", "--save", target),
+                      "--save", str(target))
+
+
+# -- forge diff ----------------------------------------------------------------------
+
+
+def _save(capsys: pytest.CaptureFixture[str], path: Path, *args: object) -> Path:
+    forge_json(capsys, "eval", BENCH, "--json", "--save", path, *args)
+    return path
+
+
+def test_diff_compares_two_saved_results(capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    a = _save(capsys, tmp_path / "a.json", "-k", "2")
+    b = _save(capsys, tmp_path / "b.json", "-k", "2", "--set", "temperature=0")
+    report = forge_json(capsys, "diff", a, b, "--json")
+    assert report["mean_delta"] > 0
+    assert [t["pairs"] for t in report["tasks"]] == [2] * 12
+    assert report["only_in_a"] == report["only_in_b"] == []
+    code, out, err = forge(capsys, "diff", a, b)
+    assert code == 0, err
+    assert "12 paired tasks" in out
+
+
+def test_diff_lists_unmatched_tasks(capsys: pytest.CaptureFixture[str],
+                                    tmp_path: Path) -> None:
+    a = _save(capsys, tmp_path / "a.json", "-k", "1", "--task", "dev-00", "--task", "dev-01")
+    b = _save(capsys, tmp_path / "b.json", "-k", "1", "--task", "dev-01")
+    report = forge_json(capsys, "diff", a, b, "--json")
+    assert report["only_in_a"] == ["dev-00"]
+    assert [t["id"] for t in report["tasks"]] == ["dev-01"]
+
+
+def test_diff_refuses_mismatched_environments(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    a = _save(capsys, tmp_path / "a.json", "-k", "1")
+    b = _save(capsys, tmp_path / "b.json", "-k", "2")
+    assert_user_error(*forge(capsys, "diff", a, b), "k (1 vs 2)", str(a), str(b))
+
+
+def test_diff_refuses_a_file_that_is_not_a_result(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    a = _save(capsys, tmp_path / "a.json", "-k", "1")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert_user_error(*forge(capsys, "diff", a, bad), str(bad), "malformed JSON")
+
+
+# -- forge registry show, forge schema -----------------------------------------------
+
+
+def test_registry_show_prints_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = forge(capsys, "registry", "show", REGISTRY)
+    assert code == 0, err
+    assert "arith" in out
+    for name in SETTINGS:
+        assert name in out
+    assert "[1, 5]" in out
+    assert "slip" in out  # the hint
+
+
+def test_registry_show_json(capsys: pytest.CaptureFixture[str]) -> None:
+    data = forge_json(capsys, "registry", "show", REGISTRY, "--json")
+    assert tuple(data["settings"]) == SETTINGS
+    assert data["settings"]["effort"]["max"] == 5
+    assert len(data["digest"]) == 64
+
+
+def test_registry_show_refuses_a_bad_registry(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    bad = tmp_path / "r.yaml"
+    bad.write_text("name: r\nsettings:\n  x: {type: int, min: 5, max: 1, default: 3}\n",
+                   encoding="utf-8")
+    assert_user_error(*forge(capsys, "registry", "show", bad), str(bad))
+
+
+def test_schema_prints_registry_and_bench_schemas(capsys: pytest.CaptureFixture[str]) -> None:
+    schemas = forge_json(capsys, "schema")
+    assert set(schemas) == {"registry", "bench"}
+    assert "settings" in schemas["registry"]["properties"]
+    assert {"harness", "splits", "rollouts", "scorer"} <= set(schemas["bench"]["properties"])
+    assert forge_json(capsys, "schema", "bench") == schemas["bench"]
+    assert_user_error(*forge(capsys, "schema", "nope"), "nope")
+
+
+# -- the real process ----------------------------------------------------------------
+
+
+def run_forge(*args: object, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "forge", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_python_dash_m_forge_help() -> None:
+    proc = run_forge("--help")
+    assert proc.returncode == 0
+    for command in ("eval", "diff", "registry", "schema"):
+        assert command in proc.stdout
+
+
+def test_end_to_end_eval_json_and_error(tmp_path: Path) -> None:
+    proc = run_forge("eval", BENCH, "--json", "-k", "1", "--save", tmp_path / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    assert tuple(json.loads(proc.stdout)) == SUMMARY_KEYS
+    assert load_result(tmp_path / "r.json").k == 1
+
+    proc = run_forge("eval", BENCH, "--set", "effort=42")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "forge: error: --set: effort: 42 is outside [1, 5]"]
+
+
+SLOW_HARNESS = """
+import time
+from pathlib import Path
+
+def run(config, task, ctx):
+    Path(__file__).with_name("started").touch()
+    time.sleep(2)
+    return {"output": task.expected}
+"""
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_exits_130_and_saves_nothing(make_bench: MakeBench) -> None:
+    path = make_bench(SLOW_HARNESS, rollouts={"k": 2, "concurrency": 1, "timeout_s": 30})
+    folder = path.parent
+    out = folder / "out.json"
+    before = sorted(p.name for p in folder.iterdir())
+    proc = subprocess.Popen([sys.executable, "-m", "forge", "eval", str(path), "--save",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (folder / "started").exists():  # the first attempt is running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the evaluation never started"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - t0 < 5  # it did not wait for the sleeping attempt
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr
+    assert not out.exists()
+    after = sorted(p.name for p in folder.iterdir())
+    assert [n for n in after if n not in before] in (["started"],
+                                                    ["__pycache__", "started"])

@@ -1,0 +1,290 @@
+"""Atomic writes, YAML with line numbers, JSONL with line numbers."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from forge import _files
+from forge._files import (
+    YamlDocument,
+    atomic_write_text,
+    field_path,
+    load_yaml,
+    parse_yaml,
+    raise_validation_error,
+    read_jsonl,
+)
+from forge.errors import BenchError, ConfigError, RegistryError
+
+# --------------------------------------------------------------------------- atomic_write_text
+
+
+def test_atomic_write_creates_parents_and_writes_everything(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "out.json"
+    atomic_write_text(target, '{"ok": true}\n')
+    assert target.read_text(encoding="utf-8") == '{"ok": true}\n'
+    assert os.listdir(target.parent) == ["out.json"]
+
+
+def test_atomic_write_replaces_existing_content(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old", encoding="utf-8")
+    atomic_write_text(target, "new — ünïcode")
+    assert target.read_text(encoding="utf-8") == "new — ünïcode"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_failed_rename_keeps_old_content_and_leaves_no_temp_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old", encoding="utf-8")
+
+    def refuse(src: object, dst: object) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(_files.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk on fire"):
+        atomic_write_text(target, "new")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_write_of_a_non_str_keeps_old_content_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old", encoding="utf-8")
+    with pytest.raises(TypeError):
+        atomic_write_text(target, 123)  # type: ignore[arg-type]
+    assert target.read_text(encoding="utf-8") == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_interrupt_mid_write_keeps_old_content_and_leaves_no_temp_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old", encoding="utf-8")
+
+    def interrupt(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_files.os, "fsync", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(target, "new")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_failed_first_write_creates_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(src: object, dst: object) -> None:
+        raise OSError("no")
+
+    monkeypatch.setattr(_files.os, "replace", refuse)
+    with pytest.raises(OSError):
+        atomic_write_text(tmp_path / "out.txt", "new")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_atomic_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "defaults.yaml"
+    target.write_text("old", encoding="utf-8")
+    target.chmod(0o640)
+    atomic_write_text(target, "new")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_atomic_write_gives_a_new_file_the_umask_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "new.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+
+
+# --------------------------------------------------------------------------- YAML
+
+DOC = """\
+# a comment on line 1
+name: triage
+settings:
+  max_iterations:
+    type: int
+    min: 1
+    max: 8
+  temperature: {type: float,
+                max: 1.5}
+runtime:
+  rules:
+    - on: cap_hit
+      target: max_iterations
+    - {on: slow, target: temperature}
+"""
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> YamlDocument:
+    path = tmp_path / "doc.yaml"
+    path.write_text(DOC, encoding="utf-8")
+    return load_yaml(path, RegistryError)
+
+
+@pytest.mark.parametrize(("loc", "line"), [
+    (["name"], 2),
+    (["settings"], 3),
+    (["settings", "max_iterations"], 4),
+    (["settings", "max_iterations", "type"], 5),
+    (["settings", "max_iterations", "max"], 7),
+    (["settings", "temperature", "type"], 8),
+    (["settings", "temperature", "max"], 9),
+    (["runtime", "rules", 0], 12),
+    (["runtime", "rules", 0, "target"], 13),
+    (["runtime", "rules", 1, "target"], 14),
+])
+def test_line_of_finds_nested_keys(doc: YamlDocument, loc: list[str | int], line: int) -> None:
+    assert doc.line_of(loc) == line
+
+
+@pytest.mark.parametrize(("loc", "line"), [
+    ([], 2),
+    (["nope"], 2),
+    (["settings", "max_iterations", "step"], 4),
+    (["runtime", "rules", 5, "target"], 11),
+    (["name", "deeper"], 2),
+])
+def test_line_of_a_missing_key_is_the_deepest_existing_one(
+        doc: YamlDocument, loc: list[str | int], line: int) -> None:
+    assert doc.line_of(loc) == line
+
+
+def test_line_of_in_an_empty_document_is_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing here\n", encoding="utf-8")
+    doc = load_yaml(path, RegistryError)
+    assert doc.data is None
+    assert doc.line_of(["anything"]) is None
+
+
+def test_load_yaml_reads_yaml_1_2_scalars(doc: YamlDocument) -> None:
+    # YAML 1.1 would read the key ``on`` as True; forge files mean the word.
+    assert doc.data["runtime"]["rules"][0] == {"on": "cap_hit", "target": "max_iterations"}
+    assert parse_yaml("[1e-3, 2E+2, .5, 1_000, yes, no, on, off, true, False, ~]") == [
+        0.001, 200.0, 0.5, 1000, "yes", "no", "on", "off", True, False, None]
+
+
+def test_malformed_yaml_names_file_and_line_in_the_callers_error(tmp_path: Path) -> None:
+    path = tmp_path / "bench.yaml"
+    path.write_text("name: x\nsplits: {dev: a.jsonl\nrollouts: 3\n", encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        load_yaml(path, BenchError)
+    assert info.value.line == 3
+    assert str(info.value).startswith(f"{path}:3: malformed YAML")
+    assert "\n" not in str(info.value)
+
+
+def test_missing_yaml_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_yaml(tmp_path / "absent.yaml", ConfigError)
+    assert str(info.value) == f"{tmp_path / 'absent.yaml'}: file not found"
+
+
+def test_non_utf8_yaml_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_yaml(path, ConfigError)
+
+
+# --------------------------------------------------------------------------- validation errors
+
+
+class _Inner(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max: int
+
+
+class _Outer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    settings: dict[str, _Inner]
+
+
+def _refuse(doc: YamlDocument) -> ConfigError:
+    with pytest.raises(ValidationError) as validation:
+        _Outer.model_validate(doc.data)
+    with pytest.raises(ConfigError) as info:
+        raise_validation_error(validation.value, error=ConfigError, file=doc.path, doc=doc)
+    return info.value
+
+
+def test_validation_error_names_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("name: x\nsettings:\n  a:\n    max: lots\n", encoding="utf-8")
+    err = _refuse(load_yaml(path, ConfigError))
+    assert (err.line, err.field) == (4, "settings.a.max")
+    assert "'lots'" in str(err)
+
+
+def test_validation_error_for_unknown_and_missing_fields(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("name: x\nsettings:\n  a: {max: 1, colour: red}\n", encoding="utf-8")
+    err = _refuse(load_yaml(path, ConfigError))
+    assert (err.line, err.field, err.message) == (3, "settings.a.colour", "unknown field")
+    path.write_text("settings: {}\n", encoding="utf-8")
+    err = _refuse(load_yaml(path, ConfigError))
+    assert (err.field, err.message) == ("name", "required field is missing")
+
+
+@pytest.mark.parametrize(("loc", "text"), [
+    (("settings", "t", "max"), "settings.t.max"),
+    (("runtime", "rules", 0, "on"), "runtime.rules[0].on"),
+    ((3,), "[3]"),
+    ((), ""),
+])
+def test_field_path(loc: tuple[str | int, ...], text: str) -> None:
+    assert field_path(loc) == text
+
+
+# --------------------------------------------------------------------------- JSONL
+
+
+def _jsonl(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_read_jsonl_skips_blank_lines_and_keeps_file_line_numbers(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, '{"id": "a"}\n\n   \n{"id": "b"}\n\t\n[1, 2]\n"last"')
+    assert list(read_jsonl(path, BenchError)) == [
+        (1, {"id": "a"}), (4, {"id": "b"}), (6, [1, 2]), (7, "last")]
+
+
+def test_read_jsonl_names_the_line_of_malformed_json(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, '{"id": "a"}\n\n{"id": "b"}\n{"id": "c",}\n{"id": "d"}\n')
+    rows = read_jsonl(path, BenchError)
+    assert next(rows) == (1, {"id": "a"})
+    assert next(rows) == (3, {"id": "b"})
+    with pytest.raises(BenchError) as info:
+        next(rows)
+    assert info.value.line == 4
+    assert str(info.value).startswith(f"{path}:4: malformed JSON")
+    assert "\n" not in str(info.value)
+
+
+def test_read_jsonl_of_an_empty_file_yields_nothing(tmp_path: Path) -> None:
+    assert list(read_jsonl(_jsonl(tmp_path, "\n\n"), BenchError)) == []
+
+
+def test_read_jsonl_missing_file_is_refused(tmp_path: Path) -> None:
+    rows: Iterator[tuple[int, object]] = read_jsonl(tmp_path / "absent.jsonl", BenchError)
+    with pytest.raises(BenchError) as info:
+        list(rows)
+    assert str(info.value) == f"{tmp_path / 'absent.jsonl'}: file not found"

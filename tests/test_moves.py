@@ -1,0 +1,430 @@
+"""Moves: one setting, ``before -> after``, an exact inverse, and the neighbourhood."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forge.errors import MoveError, StaleMoveError, UserError
+from forge.moves import Move, apply_move, neighbourhood
+from forge.registry import (
+    BoolSetting,
+    Config,
+    EnumSetting,
+    FloatSetting,
+    IntSetting,
+    Registry,
+    Scalar,
+    same_value,
+)
+
+
+def make_registry(**settings_: Any) -> Registry:
+    return Registry(name="test", settings=settings_)
+
+
+def int_setting(lo: int, hi: int, default: int, step: int = 1, scale: str = "linear"
+                ) -> IntSetting:
+    return IntSetting(type="int", min=lo, max=hi, default=default, step=step, scale=scale)
+
+
+def float_setting(lo: float, hi: float, default: float, step: float | None = None,
+                  scale: str = "linear") -> FloatSetting:
+    return FloatSetting(type="float", min=lo, max=hi, default=default, step=step, scale=scale)
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """The DESIGN.md example registry."""
+    return make_registry(
+        max_iterations=int_setting(1, 8, 2),
+        temperature=float_setting(0.0, 1.5, 0.7, step=0.1),
+        search_width=int_setting(1, 32, 4, scale="log"),
+        retrieval=EnumSetting(type="enum", choices=["bm25", "tfidf", "hybrid"], default="bm25"),
+        query_expansion=BoolSetting(type="bool", default=False),
+    )
+
+
+@pytest.fixture
+def config(registry: Registry) -> Config:
+    return registry.defaults()
+
+
+def afters(registry: Registry, config: Config, target: str) -> list[Scalar]:
+    return [m.after for m in neighbourhood(registry, config) if m.target == target]
+
+
+def at(registry: Registry, **values: Scalar) -> Config:
+    return registry.validate_config({**registry.defaults().values, **values})
+
+
+# --------------------------------------------------------------------------- Move and apply
+
+
+def test_inverse_swaps_before_and_after() -> None:
+    move = Move(target="temperature", before=0.7, after=0.8)
+    assert move.inverse() == Move(target="temperature", before=0.8, after=0.7)
+    assert move.inverse().inverse() == move
+
+
+def test_apply_changes_only_the_target_and_leaves_the_input_alone(
+        registry: Registry, config: Config) -> None:
+    moved = apply_move(registry, config, Move(target="max_iterations", before=2, after=3))
+    assert moved.values == {**config.values, "max_iterations": 3}
+    assert config.values["max_iterations"] == 2
+    assert moved.registry_digest == registry.digest
+    assert moved.fingerprint != config.fingerprint
+
+
+def test_apply_then_inverse_gives_back_the_config(registry: Registry, config: Config) -> None:
+    move = Move(target="retrieval", before="bm25", after="hybrid")
+    back = apply_move(registry, apply_move(registry, config, move), move.inverse())
+    assert back == config
+    assert back.fingerprint == config.fingerprint
+
+
+def test_stale_move_is_refused(registry: Registry, config: Config) -> None:
+    with pytest.raises(StaleMoveError) as info:
+        apply_move(registry, config, Move(target="max_iterations", before=3, after=4))
+    assert isinstance(info.value, MoveError)
+    assert isinstance(info.value, UserError)
+    assert "stale" in str(info.value)
+    assert "max_iterations is 2" in str(info.value)
+
+
+def test_applying_the_same_move_twice_is_stale(registry: Registry, config: Config) -> None:
+    move = Move(target="query_expansion", before=False, after=True)
+    moved = apply_move(registry, config, move)
+    with pytest.raises(StaleMoveError):
+        apply_move(registry, moved, move)
+
+
+def test_stale_check_keeps_bools_and_ints_apart(registry: Registry, config: Config) -> None:
+    # False == 0 in Python, but a move made for 0 is not a move for False.
+    with pytest.raises(StaleMoveError):
+        apply_move(registry, config, Move(target="query_expansion", before=0, after=True))
+
+
+@pytest.mark.parametrize("move", [
+    Move(target="max_iterations", before=2, after=2),
+    Move(target="temperature", before=0.7, after=0.7),
+    Move(target="retrieval", before="bm25", after="bm25"),
+    Move(target="query_expansion", before=False, after=False),
+], ids=["int", "float", "enum", "bool"])
+def test_no_op_move_is_refused(registry: Registry, config: Config, move: Move) -> None:
+    with pytest.raises(MoveError, match="changes nothing") as info:
+        apply_move(registry, config, move)
+    assert not isinstance(info.value, StaleMoveError)
+
+
+def test_move_of_an_unknown_setting_is_refused(registry: Registry, config: Config) -> None:
+    with pytest.raises(MoveError, match="unknown setting 'temprature'"):
+        apply_move(registry, config, Move(target="temprature", before=0.7, after=0.8))
+
+
+@pytest.mark.parametrize(("move", "fragment"), [
+    (Move(target="max_iterations", before=2, after=9), "[1, 8]"),
+    (Move(target="max_iterations", before=2, after=0), "[1, 8]"),
+    (Move(target="max_iterations", before=2, after=2.5), "integer"),
+    (Move(target="temperature", before=0.7, after=1.6), "[0.0, 1.5]"),
+    (Move(target="search_width", before=4, after=64), "[1, 32]"),
+    (Move(target="retrieval", before="bm25", after="dense"), "bm25"),
+    (Move(target="query_expansion", before=False, after=1), "true or false"),
+], ids=["above-max", "below-min", "int-given-float", "float-above-max", "log-above-max",
+        "enum-not-a-choice", "bool-given-int"])
+def test_move_that_leaves_the_bounds_is_refused(
+        registry: Registry, config: Config, move: Move, fragment: str) -> None:
+    with pytest.raises(MoveError) as info:
+        apply_move(registry, config, move)
+    assert not isinstance(info.value, StaleMoveError)
+    assert fragment in str(info.value)
+    assert move.target in str(info.value)
+
+
+def test_float_move_given_an_int_stores_a_float(registry: Registry, config: Config) -> None:
+    moved = apply_move(registry, config, Move(target="temperature", before=0.7, after=1))
+    assert moved.values["temperature"] == 1.0
+    assert type(moved.values["temperature"]) is float
+
+
+# --------------------------------------------------------------------------- neighbourhood
+
+
+def test_neighbourhood_of_the_design_defaults(registry: Registry, config: Config) -> None:
+    moves = neighbourhood(registry, config)
+    assert [(m.target, m.before, m.after) for m in moves] == [
+        ("max_iterations", 2, 1), ("max_iterations", 2, 3),
+        ("temperature", 0.7, 0.6), ("temperature", 0.7, 0.8),
+        ("search_width", 4, 2), ("search_width", 4, 8),
+        ("retrieval", "bm25", "tfidf"), ("retrieval", "bm25", "hybrid"),
+        ("query_expansion", False, True),
+    ]
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1, [2]), (2, [1, 3]), (8, [7])])
+def test_int_neighbours_are_one_step_clamped_at_the_bounds(
+        registry: Registry, value: int, expected: list[int]) -> None:
+    assert afters(registry, at(registry, max_iterations=value), "max_iterations") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0, [3]), (4, [1, 7]), (9, [6, 10]),
+                                                 (10, [7])])
+def test_int_step_larger_than_one_clamps_onto_the_bound(value: int, expected: list[int]) -> None:
+    reg = make_registry(k=int_setting(0, 10, 4, step=3))
+    assert afters(reg, at(reg, k=value), "k") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1, [2]), (4, [2, 8]), (16, [8, 32]),
+                                                 (32, [16]), (20, [10, 32])])
+def test_int_log_scale_halves_and_doubles_clamped(
+        registry: Registry, value: int, expected: list[int]) -> None:
+    assert afters(registry, at(registry, search_width=value), "search_width") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0.01, [0.005, 0.02]), (0.001, [0.002]), (0.6, [0.3, 1.0]), (1.0, [0.5]),
+])
+def test_float_log_scale_halves_and_doubles_clamped(
+        value: float, expected: list[float]) -> None:
+    reg = make_registry(lr=float_setting(0.001, 1.0, 0.01, scale="log"))
+    assert afters(reg, at(reg, lr=value), "lr") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0.7, [0.6, 0.8]), (0.0, [0.1]), (1.5, [1.4]), (1.45, [1.35, 1.5]), (0.3, [0.2, 0.4]),
+])
+def test_float_step_neighbours_land_on_clean_values(
+        registry: Registry, value: float, expected: list[float]) -> None:
+    assert afters(registry, at(registry, temperature=value), "temperature") == expected
+
+
+def test_walking_a_float_by_step_visits_clean_decimals(registry: Registry) -> None:
+    config = at(registry, temperature=0.0)
+    visited = [config.values["temperature"]]
+    while True:
+        ups = [m for m in neighbourhood(registry, config)
+               if m.target == "temperature" and m.after > m.before]  # type: ignore[operator]
+        if not ups:
+            break
+        config = apply_move(registry, config, ups[0])
+        visited.append(config.values["temperature"])
+    assert visited == [i / 10 for i in range(16)]
+    assert "0.7999999999999999" not in repr(visited)
+    # and back down again, still on clean values
+    downs = []
+    while True:
+        down = [m for m in neighbourhood(registry, config)
+                if m.target == "temperature" and m.after < m.before]  # type: ignore[operator]
+        if not down:
+            break
+        config = apply_move(registry, config, down[0])
+        downs.append(config.values["temperature"])
+    assert downs == [i / 10 for i in range(14, -1, -1)]
+
+
+def test_float_step_defaults_to_a_tenth_of_the_range() -> None:
+    reg = make_registry(x=float_setting(0.0, 2.0, 1.0))
+    assert afters(reg, reg.defaults(), "x") == [0.8, 1.2]
+
+
+def test_float_step_on_a_large_value_is_cleaned_relative_to_the_value() -> None:
+    reg = make_registry(x=float_setting(0.0, 2000.0, 1000.1, step=1000.0))
+    assert afters(reg, reg.defaults(), "x") == [0.1, 2000.0]
+
+
+def test_tiny_float_settings_still_move() -> None:
+    log = make_registry(eps=float_setting(1e-12, 1e-6, 1e-12, scale="log"))
+    assert afters(log, log.defaults(), "eps") == [2e-12]
+    assert afters(log, at(log, eps=3e-11), "eps") == [1.5e-11, 6e-11]
+    linear = make_registry(eps=float_setting(0.0, 1e-9, 5e-10, step=1e-11))
+    assert afters(linear, linear.defaults(), "eps") == [4.9e-10, 5.1e-10]
+
+
+def test_bool_flips_and_enum_switches_to_each_other_choice(
+        registry: Registry, config: Config) -> None:
+    assert afters(registry, config, "query_expansion") == [True]
+    assert afters(registry, at(registry, query_expansion=True), "query_expansion") == [False]
+    assert afters(registry, at(registry, retrieval="tfidf"), "retrieval") == ["bm25", "hybrid"]
+
+
+def test_a_setting_that_cannot_move_has_no_neighbours() -> None:
+    reg = make_registry(
+        fixed_int=int_setting(3, 3, 3),
+        fixed_float=float_setting(0.5, 0.5, 0.5, step=0.1),
+        only=EnumSetting(type="enum", choices=["one"], default="one"),
+        flag=BoolSetting(type="bool", default=True),
+    )
+    assert [(m.target, m.after) for m in neighbourhood(reg, reg.defaults())] == [
+        ("flag", False)]
+
+
+def test_every_neighbour_of_the_defaults_applies_and_inverts(
+        registry: Registry, config: Config) -> None:
+    for move in neighbourhood(registry, config):
+        moved = apply_move(registry, config, move)
+        assert apply_move(registry, moved, move.inverse()) == config
+
+
+# --------------------------------------------------------------------------- properties
+
+NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+
+# Decimal-looking numbers people write (0.7, 1e-5, 1500) and any finite float.
+CLEAN_FLOATS = st.builds(lambda m, e: float(f"{m}e{e}"),
+                         st.integers(-(10**6), 10**6), st.integers(-15, 6))
+ANY_FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+FLOATS = st.one_of(CLEAN_FLOATS, CLEAN_FLOATS, ANY_FLOATS)
+POSITIVE_FLOATS = st.one_of(CLEAN_FLOATS.filter(lambda x: x > 0),
+                            st.floats(min_value=5e-324, allow_infinity=False))
+
+
+@st.composite
+def int_settings(draw: st.DrawFn) -> IntSetting:
+    scale = draw(st.sampled_from(["linear", "log"]))
+    lo = draw(st.integers(1 if scale == "log" else -(10**6), 10**6))
+    hi = lo + draw(st.one_of(st.integers(0, 20), st.integers(0, 10**9)))
+    step = draw(st.one_of(st.integers(1, 5), st.integers(1, 10**9)))
+    default = draw(st.integers(lo, hi))
+    return int_setting(lo, hi, default, step=step, scale=scale)
+
+
+@st.composite
+def float_settings(draw: st.DrawFn) -> FloatSetting:
+    scale = draw(st.sampled_from(["linear", "log"]))
+    a, b = draw(POSITIVE_FLOATS if scale == "log" else FLOATS), draw(FLOATS)
+    if scale == "log" and b <= 0:
+        b = a
+    lo, hi = min(a, b), max(a, b)
+    step = draw(st.one_of(st.none(), POSITIVE_FLOATS))
+    default = draw(st.one_of(st.just(lo), st.just(hi), st.floats(lo, hi)))
+    return float_setting(lo, hi, default, step=step, scale=scale)
+
+
+def _choice_key(value: Scalar) -> tuple[str, Any]:
+    # Matches ``same_value``: 1 and 1.0 are one choice, True and 1 are two.
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    return ("str", value)
+
+
+@st.composite
+def enum_settings(draw: st.DrawFn) -> EnumSetting:
+    choice = st.one_of(st.booleans(), st.integers(-5, 5),
+                       st.floats(-2, 2, allow_nan=False), st.text(max_size=4))
+    choices = draw(st.lists(choice, min_size=1, max_size=5, unique_by=_choice_key))
+    return EnumSetting(type="enum", choices=choices, default=draw(st.sampled_from(choices)))
+
+
+@st.composite
+def bool_settings(draw: st.DrawFn) -> BoolSetting:
+    return BoolSetting(type="bool", default=draw(st.booleans()))
+
+
+SETTINGS = st.one_of(int_settings(), float_settings(), enum_settings(), bool_settings())
+
+
+@st.composite
+def registries(draw: st.DrawFn) -> Registry:
+    names = draw(st.lists(NAMES, min_size=1, max_size=6, unique=True))
+    return Registry(name="random", settings={n: draw(SETTINGS) for n in names})
+
+
+def values_in(setting: Any) -> st.SearchStrategy[Scalar]:
+    if isinstance(setting, IntSetting):
+        return st.one_of(st.sampled_from([setting.min, setting.max, setting.default]),
+                         st.integers(setting.min, setting.max))
+    if isinstance(setting, FloatSetting):
+        return st.one_of(st.sampled_from([setting.min, setting.max, setting.default]),
+                         st.floats(setting.min, setting.max))
+    if isinstance(setting, BoolSetting):
+        return st.booleans()
+    assert isinstance(setting, EnumSetting)
+    return st.sampled_from(setting.choices)
+
+
+@st.composite
+def registry_and_config(draw: st.DrawFn) -> tuple[Registry, Config]:
+    registry = draw(registries())
+    values = {name: draw(values_in(s)) for name, s in registry.settings.items()}
+    return registry, registry.validate_config(values)
+
+
+PROPERTY_SETTINGS = settings(max_examples=200, deadline=None)
+
+
+@PROPERTY_SETTINGS
+@given(registry_and_config())
+def test_every_neighbour_stays_in_bounds_and_changes_exactly_its_target(
+        case: tuple[Registry, Config]) -> None:
+    registry, config = case
+    for move in neighbourhood(registry, config):
+        assert same_value(move.before, config.values[move.target])
+        moved = apply_move(registry, config, move)
+        revalidated = registry.validate_config(moved.values)
+        assert revalidated.fingerprint == moved.fingerprint
+        changed = [k for k in config.values
+                   if not same_value(config.values[k], moved.values[k])]
+        assert changed == [move.target]
+        assert same_value(moved.values[move.target], move.after)
+
+
+@PROPERTY_SETTINGS
+@given(registry_and_config())
+def test_every_neighbour_is_undone_exactly_by_its_inverse(case: tuple[Registry, Config]) -> None:
+    registry, config = case
+    for move in neighbourhood(registry, config):
+        back = apply_move(registry, apply_move(registry, config, move), move.inverse())
+        assert back == config
+        assert back.fingerprint == config.fingerprint
+        assert all(same_value(back.values[k], v) for k, v in config.values.items())
+
+
+@PROPERTY_SETTINGS
+@given(registry_and_config())
+def test_applying_a_neighbour_twice_is_stale(case: tuple[Registry, Config]) -> None:
+    registry, config = case
+    for move in neighbourhood(registry, config):
+        moved = apply_move(registry, config, move)
+        with pytest.raises(StaleMoveError):
+            apply_move(registry, moved, move)
+
+
+@PROPERTY_SETTINGS
+@given(registry_and_config())
+def test_neighbourhood_follows_the_contract_for_each_type(case: tuple[Registry, Config]) -> None:
+    registry, config = case
+    moves = neighbourhood(registry, config)
+    assert [m.target for m in moves] == sorted(
+        (m.target for m in moves), key=list(registry.settings).index)
+    for name, setting in registry.settings.items():
+        current = config.values[name]
+        got = [m.after for m in moves if m.target == name]
+        if isinstance(setting, BoolSetting):
+            assert got == [not current]
+        elif isinstance(setting, EnumSetting):
+            assert got == [c for c in setting.choices if not same_value(c, current)]
+        elif isinstance(setting, IntSetting):
+            assert isinstance(current, int)
+            raw = ([current // 2, current * 2] if setting.scale == "log"
+                   else [current - setting.step, current + setting.step])
+            clamped = [min(max(x, setting.min), setting.max) for x in raw]
+            assert got == list(dict.fromkeys(x for x in clamped if x != current))
+        else:
+            assert isinstance(setting, FloatSetting) and isinstance(current, float)
+            assert len(got) <= 2
+            assert len(set(got)) == len(got)
+            below = [x for x in got if x < current]  # type: ignore[operator]
+            above = [x for x in got if x > current]  # type: ignore[operator]
+            assert len(below) <= 1 and len(above) <= 1
+            # A move exists towards each bound not yet reached, unless the step is
+            # below what a float can resolve at this value (then nothing moves).
+            resolvable = (setting.scale == "log"
+                          or setting.effective_step > 1e-10 * abs(current))
+            if resolvable:
+                assert (len(below) == 1) == (current > setting.min)
+                assert (len(above) == 1) == (current < setting.max)
