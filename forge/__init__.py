@@ -21,14 +21,18 @@ from forge.errors import (
     UserError,
 )
 from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
+from forge.gates import GateResult
 from forge.harness import AttemptContext, Harness, RunOutput, ToolCall, Usage
+from forge.launch import launch_search, resume_search
 from forge.moves import Move, apply_move, neighbourhood
+from forge.proposers import Proposal, Proposer
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
 from forge.rollout import RolloutEngine, derive_seed
 from forge.scorers import Score, Scorer
+from forge.search import Search, SearchOptions, SearchOutcome
 from forge.spec import Spec
-from forge.stats import Interval, mean_interval
+from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
 from forge.task import ExpectedTool, Task
 
 __version__ = "0.1.0"
@@ -46,12 +50,16 @@ __all__ = [
     "EvaluationInterrupted",
     "ExpectedTool",
     "ForgeError",
+    "GateResult",
     "Harness",
     "IncomparableError",
     "InputFileError",
     "Interval",
     "Move",
     "MoveError",
+    "PairedTest",
+    "Proposal",
+    "Proposer",
     "Registry",
     "RegistryError",
     "ResultDiff",
@@ -60,6 +68,9 @@ __all__ = [
     "RunOutput",
     "Score",
     "Scorer",
+    "Search",
+    "SearchOptions",
+    "SearchOutcome",
     "Spec",
     "StaleMoveError",
     "Task",
@@ -74,11 +85,15 @@ __all__ = [
     "diff_results",
     "evaluate",
     "evaluate_async",
+    "launch_search",
     "load_bench",
     "load_config",
     "load_registry",
     "load_result",
     "mean_interval",
     "neighbourhood",
+    "paired_test",
+    "resume_search",
     "save_result",
+    "spent_alpha",
 ]

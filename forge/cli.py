@@ -115,6 +115,53 @@ def _run_with_progress(bench: Any, config: Any, *, show: bool, **options: Any) -
         return evaluate(bench, config, on_attempt=on_attempt, **options)
 
 
+@app.command("search")
+def search_command(
+    bench_path: Annotated[Path | None, typer.Argument(
+        metavar="BENCH", help="bench file or folder with bench.yaml")] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="start config")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=0)] = None,
+    patience: Annotated[int | None, typer.Option("--patience", min=1)] = None,
+    budget_rollouts: Annotated[int | None, typer.Option("--budget-rollouts", min=1)] = None,
+    proposer: Annotated[str, typer.Option(
+        "--proposer", help="auto | sweep | optuna | reflect")] = "auto",
+    executor: Annotated[str, typer.Option("--executor", help="local")] = "local",
+    k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
+    candidates: Annotated[int | None, typer.Option(
+        "--candidates", min=1, help="candidate moves per step")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = DEFAULT_SEED,
+    run_id: Annotated[str | None, typer.Option("--run-id")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID")] = None,
+    journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
+    as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
+) -> None:
+    """Search for a better config: one move at a time, screened, confirmed and gated."""
+    from forge.launch import launch_search, resume_search
+    from forge.proposers import PROPOSERS
+    from forge.report.live import SearchView
+
+    if executor != "local":
+        raise UserError(f"--executor {executor!r}: only 'local' is available in this version")
+    if proposer not in PROPOSERS.names():
+        raise UserError(f"--proposer {proposer!r}: expected one of {', '.join(PROPOSERS.names())}")
+    view = SearchView(_err if as_json else _out)
+    if resume is not None:
+        outcome = resume_search(resume, journals=journals, on_record=view.on_record)
+    else:
+        if bench_path is None:
+            raise UserError("search: give a BENCH, or --resume RUN_ID")
+        bench = load_bench(bench_path)
+        start = load_config(config_file, bench.registry) if config_file else None
+        outcome = launch_search(bench_path, start=start, max_steps=max_steps, patience=patience,
+                                budget_rollouts=budget_rollouts, k=k, seed=seed,
+                                proposer=proposer, candidates_per_step=candidates,
+                                run_id=run_id, journals=journals, on_record=view.on_record)
+    if as_json:
+        _print_json(outcome.as_json())
+    else:
+        view.summary(outcome)
+
+
 @app.command("diff")
 def diff_command(
     a: Annotated[Path, typer.Argument(metavar="A.json")],

@@ -88,12 +88,15 @@ class RolloutEngine:
     """
 
     def __init__(self, harness: Harness, scorer: Scorer, *, split: str, run_seed: int,
-                 concurrency: int, timeout_s: float) -> None:
+                 concurrency: int, timeout_s: float, stream: str | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.harness = harness
         self.scorer = scorer
         self.split = split
+        # Seeds come from the stream (by default the split's name); a search draws
+        # fresh seeds for confirmation runs from another stream of the same split.
+        self.stream = stream or split
         self.run_seed = run_seed
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -141,7 +144,7 @@ class RolloutEngine:
 
     def _prepare(self, config: Config, key: AttemptKey, task_json: dict[str, str]
                  ) -> _Prepared:
-        seed = derive_seed(self.run_seed, self.split, key.task.id, key.attempt)
+        seed = derive_seed(self.run_seed, self.stream, key.task.id, key.attempt)
         start = time.monotonic()
         # model_construct: these values are ours and already valid; validating them
         # again per attempt is a measurable share of the engine's overhead.

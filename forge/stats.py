@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from scipy import stats as _st
 
-__all__ = ["Interval", "mean_interval"]
+__all__ = ["Interval", "PairedTest", "mean_interval", "paired_test", "spent_alpha"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +40,86 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
         return Interval(mean, mean, mean, n, confidence)
     half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
     return Interval(mean, mean - half, mean + half, n, confidence)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A one-sided paired t-test over tasks of H0 ``effect <= threshold``.
+
+    ``effect`` is the mean of the per-task deltas; ``ci_low``/``ci_high`` are the
+    one-sided ``1 - alpha`` bounds (together a ``1 - 2 alpha`` two-sided interval);
+    ``p_value`` is for the alternative ``effect > threshold``.
+    """
+
+    effect: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+    sd: float
+    alpha: float
+    threshold: float
+
+    @property
+    def passed(self) -> bool:
+        return self.p_value < self.alpha
+
+    def upper(self, level: float) -> float:
+        """One-sided upper bound at confidence ``level`` (used for futility)."""
+        return _bound(self.effect, self.sd, self.n, level, upper=True)
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """JSON-safe (journal records): a bound that is infinite (fewer than two
+        tasks) is None."""
+        return {"effect": self.effect, "ci_low": _finite(self.ci_low),
+                "ci_high": _finite(self.ci_high), "p_value": self.p_value, "n_tasks": self.n,
+                "alpha": self.alpha}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _bound(mean: float, sd: float, n: int, level: float, *, upper: bool) -> float:
+    if n < 2:
+        return math.inf if upper else -math.inf
+    if sd == 0:
+        return mean
+    half = float(_st.t.ppf(level, n - 1)) * sd / math.sqrt(n)
+    return mean + half if upper else mean - half
+
+
+def paired_test(deltas: Sequence[float], *, alpha: float, threshold: float = 0.0
+                ) -> PairedTest:
+    """One-sided paired t-test that the mean per-task delta exceeds ``threshold``.
+
+    Tasks are the independent units (each delta averages a task's paired attempts),
+    so the test generalises over tasks like the ones in the split, which is what a
+    promotion claims. With fewer than two tasks nothing can be concluded (p = 1).
+    """
+    n = len(deltas)
+    if n == 0:
+        return PairedTest(0.0, -math.inf, math.inf, 1.0, 0, 0.0, alpha, threshold)
+    mean = math.fsum(deltas) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in deltas) / (n - 1)) if n > 1 else 0.0
+    if n < 2:
+        p = 1.0
+    elif sd == 0:
+        p = 0.0 if mean > threshold else 1.0
+    else:
+        t = (mean - threshold) / (sd / math.sqrt(n))
+        p = float(_st.t.sf(t, n - 1))
+    return PairedTest(mean, _bound(mean, sd, n, 1 - alpha, upper=False),
+                      _bound(mean, sd, n, 1 - alpha, upper=True), p, n, sd, alpha, threshold)
+
+
+def spent_alpha(index: int, alpha: float) -> float:
+    """The level of the ``index``-th (1-based) confirmatory test of a search.
+
+    ``alpha * 6 / (pi^2 j^2)`` sums to ``alpha`` over all j, so the chance that any
+    confirmatory test of a search rejects a true null is at most ``alpha`` (a union
+    bound: no independence between the tests is needed).
+    """
+    if index < 1:
+        raise ValueError("confirmation index starts at 1")
+    return alpha * 6.0 / (math.pi ** 2 * index ** 2)

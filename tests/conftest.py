@@ -127,3 +127,91 @@ def arith_bench(arith_bench_path: Path) -> Bench:
 def arith_result(arith_bench: Bench) -> EvalResult:
     """The arith bench's default config on dev, k=2 (a few hundredths of a second)."""
     return evaluate(arith_bench, arith_bench.defaults, k=2)
+
+
+# -- search benches ----------------------------------------------------------------------
+
+#: The registry of ``make_search_bench`` benches: ``boost`` is the setting the test's
+#: harness makes matter; ``knob`` is a distractor unless the harness reads it.
+SEARCH_REGISTRY = """\
+name: s
+settings:
+  boost: {type: bool, default: false}
+  knob:  {type: int, min: 1, max: 3, step: 1, default: 2}
+"""
+
+#: Put at the top of a search-bench harness: ``record(config, task, ctx)`` appends one
+#: JSON line per harness call to ``calls.log`` beside the harness (thread-safe), so a
+#: test can count calls and see their order.
+CALL_LOG_PRELUDE = """\
+import json as _json
+import random
+import threading as _threading
+import time
+from pathlib import Path as _Path
+
+_LOG = _Path(__file__).with_name("calls.log")
+_LOCK = _threading.Lock()
+
+
+def record(config, task, ctx):
+    line = _json.dumps({"split": ctx.split, "task": task.id, "attempt": ctx.attempt,
+                        "seed": ctx.seed, "config": config}, sort_keys=True)
+    with _LOCK, _LOG.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\\n")
+"""
+
+
+def search_tasks(n_dev: int = 40, n_val: int = 30, n_test: int = 30, *,
+                 critical: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """Tasks for a search bench; the first ``critical`` dev and val tasks are tagged
+    ``critical``."""
+    def task(split: str, i: int, tags: list[str]) -> dict[str, Any]:
+        return {"id": f"{split}-{i:02d}", "input": {"q": f"{split} question {i}"},
+                "expected": f"{split} answer {i}", "tags": tags}
+
+    return {split: [task(split, i, ["critical"] if split != "test" and i < critical else [])
+                     for i in range(n)]
+            for split, n in (("dev", n_dev), ("val", n_val), ("test", n_test))}
+
+
+def write_search_bench(root: Path, harness_body: str, *, registry: str = SEARCH_REGISTRY,
+                       tasks: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                       k: int = 4, metrics: Mapping[str, Any] | None = None,
+                       gates: Mapping[str, Any] | None = None,
+                       search: Mapping[str, Any] | None = None, name: str = "s") -> Path:
+    """A bench for whole searches: ``CALL_LOG_PRELUDE`` + ``harness_body`` as the harness
+    (which should define ``run`` and call ``record``), the exact scorer, and the given
+    metrics, gates and search settings; returns the bench file."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "registry.yaml").write_text(registry, encoding="utf-8")
+    (root / "harness.py").write_text(CALL_LOG_PRELUDE + textwrap.dedent(harness_body),
+                                     encoding="utf-8")
+    splits = search_tasks() if tasks is None else tasks
+    for split, rows in splits.items():
+        write_jsonl(root / "tasks" / f"{split}.jsonl", rows)
+    split_map = ", ".join(f"{s}: tasks/{s}.jsonl" for s in splits)
+    search_settings = {"max_steps": 10, "patience": 3, **(search or {})}
+    gate_settings = {"alpha": 0.05, "min_effect": 0.0, "val_margin": 0.02, **(gates or {})}
+    bench = root / "bench.yaml"
+    bench.write_text(
+        f"name: {name}\n"
+        'harness: {python: "harness:run"}\n'
+        "registry: registry.yaml\n"
+        f"splits: {{{split_map}}}\n"
+        f"rollouts: {json.dumps({'k': k, 'concurrency': 4, 'timeout_s': 10.0})}\n"
+        "scorer: exact\n"
+        f"metrics: {json.dumps(dict(metrics or {}))}\n"
+        f"gates: {json.dumps(gate_settings)}\n"
+        f"search: {json.dumps(search_settings)}\n",
+        encoding="utf-8",
+    )
+    return bench
+
+
+def read_calls(bench_file: Path) -> list[dict[str, Any]]:
+    """The harness calls a search bench logged, in order."""
+    log = bench_file.parent / "calls.log"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import inspect
 import sys
@@ -59,8 +60,26 @@ def import_target(target: str, base_dir: Path, *, file: Path | None = None,
     digest = file_digest(source) if source else "builtin"
     if source:
         _imported_digest.setdefault(str(Path(source).resolve()), digest)
-    identity = f"python:{target}:{digest}"
+    # The module's own source, and every Python file of the bench folder when the
+    # module lives there: a harness's helpers decide its outcomes as much as it does.
+    folder = _folder_digest(base_dir) if source and _is_under(source, base_dir) else ""
+    identity = f"python:{target}:{digest}" + (f":{folder}" if folder else "")
     return obj, identity
+
+
+_SKIPPED_DIRS = {"__pycache__", "node_modules", "venv"}
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 over the relative paths and contents of the ``.py`` files under ``folder``."""
+    h = hashlib.sha256()
+    root = folder.resolve()
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if any(p.startswith(".") or p in _SKIPPED_DIRS for p in parts[:-1]):
+            continue
+        h.update("/".join(parts).encode() + b"\0" + file_digest(path).encode() + b"\n")
+    return h.hexdigest()
 
 
 #: Source digest of each module file as it was when imported, to notice later edits.

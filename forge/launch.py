@@ -1,0 +1,105 @@
+"""Starting and resuming searches: run folders, run.json, and the checks on resume."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forge.bench import Bench, BudgetSettings, load_bench
+from forge.errors import UserError
+from forge.evaluate import DEFAULT_SEED
+from forge.journal import RunInfo, load_run, new_run_id, write_run
+from forge.moves import Move
+from forge.proposers import build_proposer
+from forge.registry import Config
+from forge.search import Search, SearchOptions, SearchOutcome
+
+__all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
+
+DEFAULT_JOURNALS = Path("journals")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
+             budget_rollouts: int | None, k: int | None, seed: int,
+             concurrency: int | None, candidates_per_step: int | None) -> SearchOptions:
+    s = bench.spec.search
+    budget = s.budget if budget_rollouts is None else BudgetSettings(
+        rollouts=budget_rollouts, cost=s.budget.cost, wall_time_s=s.budget.wall_time_s)
+    return SearchOptions(
+        max_steps=s.max_steps if max_steps is None else max_steps,
+        patience=s.patience if patience is None else patience, budget=budget,
+        k=k or bench.spec.rollouts.k, seed=seed,
+        concurrency=concurrency or bench.spec.rollouts.concurrency,
+        timeout_s=bench.spec.rollouts.timeout_s,
+        candidates_per_step=candidates_per_step or 4)
+
+
+def launch_search(bench_path: str | Path, *, start: Config | None = None,
+                  max_steps: int | None = None, patience: int | None = None,
+                  budget_rollouts: int | None = None, k: int | None = None,
+                  seed: int = DEFAULT_SEED, proposer: str = "auto",
+                  concurrency: int | None = None, candidates_per_step: int | None = None,
+                  run_id: str | None = None, journals: Path = DEFAULT_JOURNALS,
+                  first_moves: list[Move] | None = None,
+                  on_record: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
+    """A new search run in ``journals/<run-id>/``."""
+    bench = load_bench(bench_path)
+    start = start or bench.defaults
+    run_id = run_id or new_run_id(bench.name)
+    if not _RUN_ID.match(run_id):
+        raise UserError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-'")
+    folder = journals / run_id
+    if (folder / "run.json").exists():
+        raise UserError(f"{folder}: run {run_id!r} exists; resume it with --resume {run_id}")
+    for split in ("dev", "val", "test"):
+        bench.tasks(split)  # a search needs all three; refuse before writing anything
+    options = _options(bench, max_steps=max_steps, patience=patience,
+                       budget_rollouts=budget_rollouts, k=k, seed=seed,
+                       concurrency=concurrency, candidates_per_step=candidates_per_step)
+    info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
+                   bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
+                   start_config=start.values, start_fingerprint=start.fingerprint,
+                   options={**options.journal_form(), "proposer": proposer,
+                            "first_moves": [m.model_dump() for m in first_moves or []],
+                            "concurrency": options.concurrency},
+                   created_at=datetime.now(UTC))
+    write_run(folder, info)
+    return _run(bench, info, options, folder, on_record)
+
+
+def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
+                  on_record: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
+    """Continue a run with the options it was started with; refuses a changed bench."""
+    folder = journals / run_id
+    info = load_run(folder)
+    bench = load_bench(info.bench_path)
+    if bench.registry.digest != info.registry_digest:
+        raise UserError(f"cannot resume {run_id}: the registry of {bench.path} changed since "
+                        "the run started")
+    if bench.digest != info.bench_digest:
+        raise UserError(f"cannot resume {run_id}: the bench {bench.path} (its file, tasks, "
+                        "harness or scorer code) changed since the run started")
+    o = info.options
+    options = SearchOptions(
+        max_steps=o["max_steps"], patience=o["patience"],
+        budget=BudgetSettings.model_validate(o["budget"]), k=o["k"], seed=info.seed,
+        concurrency=o.get("concurrency", bench.spec.rollouts.concurrency),
+        timeout_s=bench.spec.rollouts.timeout_s,
+        candidates_per_step=o["candidates_per_step"], chunks=o["chunks"],
+        max_blocks=o["max_blocks"], futility_level=o["futility_level"])
+    return _run(bench, info, options, folder, on_record)
+
+
+def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
+         on_record: Callable[[dict[str, Any]], None] | None) -> SearchOutcome:
+    start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
+    proposer = build_proposer(str(info.options.get("proposer", "auto")),
+                              registry=bench.registry, run_dir=folder, seed=info.seed)
+    first = [Move.model_validate(m) for m in info.options.get("first_moves", [])]
+    search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
+                    first_moves=first, on_record=on_record)
+    return search.run()

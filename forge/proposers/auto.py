@@ -1,0 +1,51 @@
+"""The default proposer: reflection on failure signals first, then Optuna-ranked neighbours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from forge.proposers._base import Proposal, SearchView
+from forge.proposers._common import find_move
+from forge.proposers.optuna_ranked import OptunaProposer
+from forge.proposers.reflect import ReflectProposer
+from forge.registry import Config, Registry
+
+__all__ = ["AutoProposer"]
+
+
+class AutoProposer:
+    """Reflection's hinted moves first, then the rest of ``view.untried`` ranked by TPE.
+
+    A failure signal with a hint is direct evidence about the incumbent, so it goes
+    first; the model-based ranking fills the remaining slots and covers settings no
+    hint mentions. A move appears once (the first proposer to name it keeps it).
+    Each proposal keeps the name of the part that made it (``"reflect"`` or
+    ``"optuna"``), so the journal says who proposed what. :meth:`observe` feeds the
+    Optuna part; reflection has no state.
+    """
+
+    name: str = "auto"
+
+    def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
+                 n_startup_trials: int = 4, n_samples: int = 32) -> None:
+        self.reflect = ReflectProposer()
+        self.optuna = OptunaProposer(registry, run_dir=run_dir, seed=seed,
+                                     n_startup_trials=n_startup_trials, n_samples=n_samples)
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        """Up to ``n`` proposals: reflection's, then Optuna's, without repeats."""
+        if n <= 0:
+            return []
+        proposals = self.reflect.propose(view, n)
+        if len(proposals) < n:
+            # Ask Optuna for its whole ranking: some of its best may be reflection's.
+            for proposal in self.optuna.propose(view, len(view.untried)):
+                if find_move((p.move for p in proposals), proposal.move) is None:
+                    proposals.append(proposal)
+                    if len(proposals) >= n:
+                        break
+        return proposals
+
+    def observe(self, config: Config, dev_mean: float) -> None:
+        """Forwarded to the Optuna part."""
+        self.optuna.observe(config, dev_mean)

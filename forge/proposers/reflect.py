@@ -1,0 +1,120 @@
+"""The reflection proposer: failure signals of the incumbent's dev attempts -> hinted moves.
+
+A registry's ``hints`` say which way to move a setting when a failure signal shows
+up (``iteration_cap_hit: {max_iterations: up}``). Reflection counts the signals in
+the incumbent's *dev* attempts (the view carries nothing else, so it cannot peek at
+val or test) and turns the most frequent ones into one-step moves. It stays inside
+the registry: every move is a neighbour of the incumbent, and only untried ones are
+proposed; the gates still decide.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from forge.moves import Move
+from forge.proposers._base import Proposal, SearchView
+from forge.proposers._common import describe_move, find_move
+from forge.registry import (
+    BoolSetting,
+    Config,
+    EnumSetting,
+    FloatSetting,
+    IntSetting,
+    Registry,
+    Scalar,
+    same_value,
+)
+from forge.results import AttemptResult
+
+__all__ = ["STOP_REASON_SIGNALS", "ReflectProposer", "count_signals", "hinted_move"]
+
+#: Stop reasons that count as failure signals of the same name.
+STOP_REASON_SIGNALS = ("timeout", "error")
+
+
+def count_signals(attempts: Sequence[AttemptResult]) -> Counter[str]:
+    """In how many attempts each signal shows up (once per attempt, however often it fired).
+
+    Signals come from ``output.signals``; a ``timeout`` or ``error`` stop reason
+    counts as a signal of that name, since such attempts often have no output.
+    """
+    counts: Counter[str] = Counter()
+    for attempt in attempts:
+        names = set(attempt.output.signals) if attempt.output is not None else set()
+        if attempt.stop_reason in STOP_REASON_SIGNALS:
+            names.add(attempt.stop_reason)
+        counts.update(names)
+    return counts
+
+
+def hinted_move(registry: Registry, config: Config, target: str, direction: str) -> Move | None:
+    """One step of ``target`` from its value in ``config`` towards ``direction``, or None.
+
+    ``up`` / ``down`` take the neighbour above / below the current value (so ``±step``
+    or ``×2`` / ``÷2``, clamped); ``toggle`` flips a bool; for an enum, the direction
+    names a choice. None when there is no such neighbour: at a bound, already on the
+    named choice, or a direction that does not fit the setting's type.
+    """
+    setting = registry.settings.get(target)
+    if setting is None or target not in config.values:
+        return None
+    current = config.values[target]
+    neighbours = setting.neighbours(current)
+    after: Scalar | None = None
+    if isinstance(setting, (IntSetting, FloatSetting)):
+        if direction == "up":
+            above = [v for v in neighbours if float(v) > float(current)]
+            after = min(above, default=None, key=float)
+        elif direction == "down":
+            below = [v for v in neighbours if float(v) < float(current)]
+            after = max(below, default=None, key=float)
+    elif isinstance(setting, BoolSetting):
+        if direction == "toggle":
+            after = neighbours[0]
+    elif isinstance(setting, EnumSetting):
+        # Hints are read from YAML as strings, so the choice is matched by its text.
+        after = next((c for c in neighbours if str(c) == direction), None)
+    if after is None or same_value(after, current):
+        return None
+    return Move(target=target, before=current, after=after)
+
+
+class ReflectProposer:
+    """Maps the incumbent's failure signals through ``registry.hints`` to moves.
+
+    Signals are taken most frequent first (ties by name, so the order does not
+    depend on attempt order); within a signal, its hints in registry order. A move
+    is skipped when the setting is at its bound, when it is not in ``view.untried``
+    (tried already), or when an earlier signal proposed it. Signals without a hint
+    are ignored. Stateless: :meth:`observe` does nothing.
+    """
+
+    name: str = "reflect"
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        """Up to ``n`` hinted moves, strongest signal first; none if nothing is hinted."""
+        if n <= 0 or not view.registry.hints:
+            return []
+        counts = count_signals(view.dev_attempts)
+        total = len(view.dev_attempts)
+        proposals: list[Proposal] = []
+        for signal, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            for target, direction in view.registry.hints.get(signal, {}).items():
+                candidate = hinted_move(view.registry, view.incumbent, target, direction)
+                if candidate is None:
+                    continue
+                # Propose the untried instance itself: it is the move the search expects.
+                move = find_move(view.untried, candidate)
+                if move is None or find_move((p.move for p in proposals), move) is not None:
+                    continue
+                reason = (f"signal {signal} in {count} of {total} dev attempts -> "
+                          f"{describe_move(view.registry, move)} (hint: {direction})")
+                proposals.append(Proposal(move=move, proposer=self.name, reason=reason))
+                if len(proposals) >= n:
+                    return proposals
+        return proposals
+
+    def observe(self, config: Config, dev_mean: float) -> None:
+        """Nothing to learn: reflection reads the current view only."""

@@ -1,0 +1,84 @@
+"""The live view of a search: one line per decision as it is journaled, then a summary."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from forge.search import SearchOutcome
+
+__all__ = ["SearchView"]
+
+_VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
+
+
+def _f(x: Any, fmt: str = "+.3f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+class SearchView:
+    """Renders journal records on a console as the search writes them."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind == "start":
+            self.console.print(f"[bold]start[/] dev {_f(record.get('dev_mean'), '.3f')} · "
+                               f"val {_f(record.get('val_mean'), '.3f')} · "
+                               f"config {record['fingerprint'][:12]}")
+        elif kind == "candidate":
+            self._candidate(record)
+        elif kind == "stop":
+            self.console.print(f"[bold]stopped[/] after {record['step']} steps: "
+                               f"{record['text']} · {record['rollouts_total']} rollouts")
+        elif kind == "test":
+            self.console.print(f"[bold]test[/] {_f(record.get('start'), '.3f')} -> "
+                               f"{_f(record.get('final'), '.3f')}, Δ {_f(record.get('delta'))} "
+                               f"(95% CI {_f(record.get('ci_low'))} .. "
+                               f"{_f(record.get('ci_high'))})")
+
+    def _candidate(self, r: dict[str, Any]) -> None:
+        move = r["move"]
+        verdict = r["verdict"]
+        style = _VERDICT_STYLE.get(verdict, "")
+        head = (f"step {r['step']:>2} [{r['proposer']}] {move['target']}: {move['before']!r} -> "
+                f"{move['after']!r}  [{style}]{verdict.upper()}[/]")
+        spent = r.get("rollouts")
+        if spent is not None:
+            head += f"  ({spent} rollouts, {r.get('saved_by_racing', 0)} saved by racing, " \
+                    f"total {r.get('rollouts_total')})"
+        self.console.print(head, highlight=False, soft_wrap=True)
+        for gate in r.get("gates", []):
+            mark = "[green]✓[/]" if gate["passed"] else "[red]✗[/]"
+            self.console.print(f"        {mark} {gate['name']}: {gate['reason']}",
+                               highlight=False, soft_wrap=True)
+        if r.get("why"):
+            self.console.print(f"        · {r['why']}", highlight=False, soft_wrap=True)
+
+    def summary(self, outcome: SearchOutcome) -> None:
+        table = Table(title=f"search {outcome.run_id} · {outcome.stop_reason} · "
+                            f"{outcome.steps} steps · {outcome.rollouts_used} rollouts",
+                      title_justify="left")
+        for col in ("split", "start", "final", "Δ", "95% CI"):
+            table.add_column(col)
+        for split, block in (("dev", outcome.dev), ("val", outcome.val), ("test", outcome.test)):
+            if not block:
+                continue
+            table.add_row(split, _f(block.get("start"), ".3f"), _f(block.get("final"), ".3f"),
+                          _f(block.get("delta")),
+                          f"{_f(block.get('ci_low'))} .. {_f(block.get('ci_high'))}")
+        self.console.print(table)
+        if outcome.promotions:
+            chain = ", ".join(f"{p['target']} {p['before']!r}->{p['after']!r}"
+                              for p in outcome.promotions)
+            self.console.print(f"promoted: {chain}")
+        else:
+            self.console.print("promoted: nothing (the start config stands)")
+        changed = {k: v for k, v in outcome.final_config.items()
+                   if outcome.start_config.get(k) != v}
+        self.console.print(f"final config: {changed or 'unchanged'}")

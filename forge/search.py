@@ -1,0 +1,503 @@
+"""The search loop: one move at a time, screened, confirmed, gated, journaled.
+
+Each step the proposer offers candidate moves from the incumbent. Every candidate
+is *screened* on the dev screening seeds with racing; the strongest one that
+passes is *confirmed* on fresh dev seeds at a level taken from an alpha-spending
+sequence, then gated on auxiliary metrics, task floors and the val split. At most
+one candidate is promoted per step. The search stops on ``max_steps``,
+``patience``, a budget, or a local optimum; then the start config and the final
+incumbent are each evaluated once on the test split.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.bench import Bench, BudgetSettings
+from forge.gates import GateResult, aux_gate, dev_gate, floor_gate, score_deltas, val_gate
+from forge.journal import JournalError, JournalWriter
+from forge.moves import Move, apply_move, neighbourhood
+from forge.proposers import Proposal, Proposer
+from forge.proposers._base import EvaluatedConfig, SearchView
+from forge.racing import Rollouts, screen
+from forge.registry import Config
+from forge.results import AttemptResult
+from forge.stats import PairedTest, paired_test, spent_alpha
+from forge.store import AttemptStore
+from forge.task import Task
+
+__all__ = ["Search", "SearchOptions", "SearchOutcome"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    max_steps: int
+    patience: int
+    budget: BudgetSettings
+    k: int
+    seed: int
+    concurrency: int
+    timeout_s: float
+    candidates_per_step: int = 4
+    chunks: int = 4
+    max_blocks: int = 2
+    futility_level: float = 0.8
+    run_test: bool = True
+
+    def journal_form(self) -> dict[str, Any]:
+        return {"max_steps": self.max_steps, "patience": self.patience,
+                "budget": self.budget.model_dump(), "k": self.k,
+                "candidates_per_step": self.candidates_per_step, "chunks": self.chunks,
+                "max_blocks": self.max_blocks, "futility_level": self.futility_level}
+
+
+@dataclass
+class SearchOutcome:
+    run_id: str
+    stop_reason: str
+    steps: int
+    promotions: list[dict[str, Any]]
+    start_config: dict[str, Any]
+    final_config: dict[str, Any]
+    rollouts_used: int
+    dev: dict[str, float | None]
+    val: dict[str, float | None]
+    test: dict[str, float | None]
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
+                "promotions": self.promotions, "start_config": self.start_config,
+                "final_config": self.final_config, "rollouts_used": self.rollouts_used,
+                "dev": self.dev, "val": self.val, "test": self.test}
+
+
+@dataclass
+class _Screened:
+    """A candidate that passed screening and waits for (or gives way to) confirmation."""
+
+    proposal: Proposal
+    candidate: Config
+    base: dict[str, Any]
+    screen_info: dict[str, Any]
+    cost: dict[str, Any]
+    test: PairedTest
+
+    def skip(self, search: Search, why: str) -> None:
+        search._emit({**self.base, "verdict": "skipped",
+                      "candidate": self.candidate.fingerprint,
+                      "dev": {"screen": self.screen_info}, **self.cost, "gates": [],
+                      "why": why, **search._totals()})
+
+
+STOP_TEXT = {
+    "max_steps": "reached max_steps",
+    "patience": "no promotion in `patience` steps in a row",
+    "budget_rollouts": "rollout budget spent",
+    "budget_cost": "cost budget spent",
+    "budget_wall_time": "wall-time budget spent",
+    "local_optimum": "local optimum: every neighbour of the incumbent was tried and refused",
+}
+
+
+class Search:
+    """One search run. ``run()`` is deterministic given the bench, options and seed."""
+
+    def __init__(self, bench: Bench, start: Config, proposer: Proposer, options: SearchOptions,
+                 *, run_id: str, folder: Path, first_moves: list[Move] | None = None,
+                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.bench = bench
+        self.start = start
+        self.proposer = proposer
+        self.options = options
+        self.run_id = run_id
+        self.folder = folder
+        self.first_moves = list(first_moves or [])
+        self.on_record = on_record
+        self.journal = JournalWriter(folder)
+        self.records: list[dict[str, Any]] = []
+        self._t0 = time.monotonic()
+        self._confirmations = 0  # since the last promotion: indexes the spending sequence
+        self._segment = 0  # promotions so far: each segment confirms on fresh seeds
+        self._out_of_budget = False  # a decision was cut short: it did not fit the budget
+        gates = bench.spec.gates
+        self.alpha = gates.alpha
+        self.tags = {t.id: list(t.tags) for s in bench.splits.values() for t in s}
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _emit(self, record: dict[str, Any]) -> dict[str, Any]:
+        stored = self.journal.write(record)
+        self.records.append(stored)
+        if self.on_record is not None:
+            self.on_record(stored)
+        return stored
+
+    def _rng(self, *parts: object) -> random.Random:
+        text = "\x1f".join(str(p) for p in (self.options.seed, *parts))
+        return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+    def _tasks(self, split: str) -> list[Task]:
+        return self.bench.tasks(split)
+
+    def _get(self, config: Config, split: str, stream: str,
+             blocks: int = 1) -> dict[str, list[AttemptResult]]:
+        k = self.options.k
+        return self.rollouts.get(config, split, stream, self._tasks(split), range(k * blocks))
+
+    def _budget_stop(self) -> str | None:
+        b = self.options.budget
+        if self._out_of_budget or (b.rollouts is not None and self.rollouts.used >= b.rollouts):
+            return "budget_rollouts"
+        if b.cost is not None and self.rollouts.cost >= b.cost:
+            return "budget_cost"
+        if b.wall_time_s is not None and time.monotonic() - self._t0 >= b.wall_time_s:
+            return "budget_wall_time"
+        return None
+
+    def _budget_left(self) -> int | None:
+        b = self.options.budget
+        return None if b.rollouts is None else max(0, b.rollouts - self.rollouts.used)
+
+    @staticmethod
+    def _mean(attempts: dict[str, list[AttemptResult]]) -> float | None:
+        means = []
+        for items in attempts.values():
+            scored = [a.score.value for a in items if a.scored and a.score is not None]
+            if scored:
+                means.append(sum(scored) / len(scored))
+        return sum(means) / len(means) if means else None
+
+    def _compare(self, before: dict[str, list[AttemptResult]],
+                 after: dict[str, list[AttemptResult]]) -> PairedTest:
+        # alpha 0.025 per side: the reported bounds form a 95% two-sided interval.
+        return paired_test(list(score_deltas(before, after).values()), alpha=0.025)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> SearchOutcome:
+        try:
+            store = AttemptStore(self.folder / "attempts.jsonl")
+        except ValueError as exc:  # a damaged line mid-file: not something to run over
+            raise JournalError(f"{exc}; the run's attempt store is damaged") from None
+        loop = asyncio.new_event_loop()
+        harness = self.bench.build_harness()
+        self.rollouts = Rollouts(self.bench, harness, store, seed=self.options.seed,
+                                 concurrency=self.options.concurrency,
+                                 timeout_s=self.options.timeout_s, loop=loop)
+        try:
+            return self._run()
+        finally:
+            loop.run_until_complete(harness.aclose())
+            loop.close()
+
+    def _run(self) -> SearchOutcome:
+        opts = self.options
+        incumbent = self.start
+        registry = self.bench.registry
+        start_dev = self._get(incumbent, "dev", "dev")
+        start_val = self._get(incumbent, "val", "val") if "val" in self.bench.splits else {}
+        start_mean = self._mean(start_dev)
+        # Nothing scored gives NaN, which a model-based proposer skips, not a false 0.
+        history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint,
+                                   math.nan if start_mean is None else start_mean,
+                                   len(start_dev))]
+        self.proposer.observe(incumbent, history[0].dev_mean)
+        self._emit({"kind": "start", "config": incumbent.values,
+                    "fingerprint": incumbent.fingerprint, "dev_mean": self._mean(start_dev),
+                    "val_mean": self._mean(start_val) if start_val else None,
+                    "rollouts_total": self.rollouts.used})
+        tried: set[tuple[str, str]] = set()
+        promotions: list[dict[str, Any]] = []
+        step = 0
+        since_promotion = 0
+        order = self._tasks("dev")[:]
+        self._rng("dev-order").shuffle(order)
+        stop_reason = ""
+        while True:
+            if step >= opts.max_steps:
+                stop_reason = "max_steps"
+            elif since_promotion >= opts.patience:
+                stop_reason = "patience"
+            else:
+                stop_reason = self._budget_stop() or ""
+            untried = [m for m in neighbourhood(registry, incumbent)
+                       if (incumbent.fingerprint,
+                           apply_move(registry, incumbent, m).fingerprint) not in tried]
+            if not stop_reason and not untried:
+                stop_reason = "local_optimum"
+            if stop_reason:
+                break
+            step += 1
+            proposals = self._proposals(step, incumbent, untried, history)
+            promoted = self._step(step, incumbent, proposals, untried, order, tried, history)
+            if promoted is not None:
+                move, incumbent = promoted
+                promotions.append({"step": step, "target": move.target, "before": move.before,
+                                   "after": move.after})
+                since_promotion = 0
+            else:
+                since_promotion += 1
+        self._emit({"kind": "stop", "reason": stop_reason, "text": STOP_TEXT[stop_reason],
+                    "step": step, "rollouts_total": self.rollouts.used,
+                    "cost_total": self.rollouts.cost})
+        return self._finish(stop_reason, step, promotions, incumbent, start_dev, start_val)
+
+    def _proposals(self, step: int, incumbent: Config, untried: list[Move],
+                   history: list[EvaluatedConfig]) -> list[Proposal]:
+        n = self.options.candidates_per_step
+        queued = [Proposal(move=m, proposer="runtime", reason="proposed most often by the "
+                           "runtime mutator") for m in self.first_moves if m in untried]
+        view = SearchView(registry=self.bench.registry, incumbent=incumbent, untried=untried,
+                          history=list(history),
+                          dev_attempts=[a for items in self._get(incumbent, "dev", "dev").values()
+                                        for a in items],
+                          step=step, rng=self._rng("propose", step))
+        offered = queued + self.proposer.propose(view, n)
+        if not offered:  # a proposer with nothing to say falls back to the neighbourhood
+            rest = untried[:]
+            self._rng("fallback", step).shuffle(rest)
+            offered = [Proposal(move=m, proposer="sweep", reason="fallback: the proposer "
+                                "offered nothing; one-exchange neighbour") for m in rest]
+        seen: list[Move] = []
+        unique = []
+        for p in offered:
+            if p.move not in seen:
+                seen.append(p.move)
+                unique.append(p)
+        return unique[:n]
+
+    def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
+              untried: list[Move], order: list[Task], tried: set[tuple[str, str]],
+              history: list[EvaluatedConfig]) -> tuple[Move, Config] | None:
+        opts = self.options
+        gates = self.bench.spec.gates
+        passing: list[_Screened] = []
+        for proposal in proposals:
+            base = self._base_record(step, incumbent, proposal)
+            try:
+                candidate = apply_move(self.bench.registry, incumbent, proposal.move)
+            except Exception as exc:  # an illegal proposal is journaled, never applied
+                self._emit({**base, "verdict": "rejected", "gates": [
+                    {"name": "legal", "passed": False, "reason": str(exc)}]})
+                continue
+            if proposal.move not in neighbourhood(self.bench.registry, incumbent):
+                # Legal but more than one step: the one-move rule keeps causes single.
+                self._emit({**base, "verdict": "rejected", "gates": [
+                    {"name": "legal", "passed": False, "reason": f"{proposal.move} is not a "
+                     "neighbour of the incumbent (one step of one setting)"}]})
+                continue
+            if proposal.move not in untried:
+                self._emit({**base, "verdict": "skipped", "candidate": candidate.fingerprint,
+                            "gates": [], "why": "already tried against this incumbent"})
+                continue
+            used_before = self.rollouts.used
+            outcome = screen(self.rollouts, incumbent, candidate, order, k=opts.k,
+                             alpha=gates.alpha, min_effect=gates.min_effect, chunks=opts.chunks,
+                             max_blocks=opts.max_blocks, futility_level=opts.futility_level,
+                             budget_left=self._budget_left())
+            mean = self._mean(self.rollouts.peek(candidate, "dev", order, range(opts.k)))
+            if outcome.status != "budget" and mean is not None:
+                history.append(EvaluatedConfig(candidate.values, candidate.fingerprint, mean,
+                                               outcome.tasks_seen))
+                self.proposer.observe(candidate, mean)
+            cost = {"rollouts": self.rollouts.used - used_before,
+                    "saved_by_racing": outcome.saved_by_racing, "reused": outcome.reused,
+                    "blocks": outcome.blocks, "tasks_screened": outcome.tasks_seen}
+            screen_info = {"status": outcome.status, **outcome.test.as_dict()}
+            if outcome.status == "pass":
+                passing.append(_Screened(proposal, candidate, base, screen_info, cost,
+                                         outcome.test))
+                continue
+            tried.add((incumbent.fingerprint, candidate.fingerprint))
+            why = {"futile": "stopped early: cannot plausibly improve (futility)",
+                   "fail": "no significant dev improvement on screening seeds",
+                   "budget": "budget spent during screening"}[outcome.status]
+            verdict = "skipped" if outcome.status == "budget" else "rejected"
+            self._emit({**base, "verdict": verdict, "candidate": candidate.fingerprint,
+                        "dev": {"screen": screen_info}, **cost, "gates": [
+                            {"name": "dev", "passed": False,
+                             "reason": f"{why}: screen {outcome.test.effect:+.3f}, "
+                                       f"p={outcome.test.p_value:.3g}"}],
+                        **self._totals()})
+            if outcome.status == "budget":
+                self._out_of_budget = True
+                return None
+        passing = [item for item in passing if self._aux_prescreen(incumbent, item, order, tried)]
+        if not passing:
+            return None
+        passing.sort(key=lambda item: -item.test.effect)
+        best = passing[0]
+        need, left = self._confirm_cost(incumbent, best.candidate), self._budget_left()
+        chunk = 2 * opts.k * -(-len(order) // max(1, opts.chunks))
+        if left is not None and need > left + chunk:
+            # The rollout budget is honoured within one screening chunk: a confirmation
+            # that would overshoot it by more is not started (the candidates stay untried).
+            for item in passing:
+                item.skip(self, f"passed screening; budget spent: confirming needs {need} "
+                                f"rollouts, {left} left")
+            self._out_of_budget = True
+            return None
+        for item in passing[1:]:
+            item.skip(self, f"passed screening; the stronger {best.proposal.move} was "
+                            "confirmed first")
+        tried.add((incumbent.fingerprint, best.candidate.fingerprint))
+        return self._confirm(step, incumbent, best.candidate, best.proposal, best.base,
+                             best.screen_info, best.cost, best.test)
+
+    def _aux_prescreen(self, incumbent: Config, item: _Screened, order: list[Task],
+                       tried: set[tuple[str, str]]) -> bool:
+        """Refuse, before confirming, a candidate whose screening data already break an
+        auxiliary tolerance: a confirmation would spend a level of the error budget on
+        a candidate the same gate would refuse. Only selection reads screening data,
+        so this costs the confirmation's guarantee nothing."""
+        attempts = range(self.options.k * int(item.cost["blocks"]))
+        inc = self.rollouts.peek(incumbent, "dev", order, attempts)
+        cand = self.rollouts.peek(item.candidate, "dev", order, attempts)
+        failed = [g for name, spec in self.bench.spec.metrics.items()
+                  if not (g := aux_gate(name, spec, inc, cand, alpha=self.alpha)).passed]
+        if not failed:
+            return True
+        tried.add((incumbent.fingerprint, item.candidate.fingerprint))
+        self._emit({**item.base, "verdict": "rejected", "candidate": item.candidate.fingerprint,
+                    "dev": {"screen": item.screen_info}, **item.cost,
+                    "gates": [{"name": g.name, "passed": False,
+                               "reason": f"{g.reason} (on the screening seeds)"}
+                              for g in failed],
+                    "why": "passed dev screening but breaks an auxiliary tolerance; "
+                           "not worth a confirmation", **self._totals()})
+        return False
+
+    def _confirm_cost(self, incumbent: Config, candidate: Config) -> int:
+        """Rollouts a confirmation would add at most (val counted as if it runs)."""
+        k = range(self.options.k)
+        stream = f"dev#confirm{self._segment}"
+        need = sum(self.rollouts.unrequested(c, stream, self._tasks("dev"), k)
+                   for c in (incumbent, candidate))
+        if "val" in self.bench.splits:
+            need += sum(self.rollouts.unrequested(c, "val", self._tasks("val"), k)
+                        for c in (incumbent, candidate))
+        return need
+
+    def _base_record(self, step: int, incumbent: Config, proposal: Proposal) -> dict[str, Any]:
+        move = proposal.move
+        return {"kind": "candidate", "step": step,
+                "move": {"target": move.target, "before": move.before, "after": move.after},
+                "inverse": {"target": move.target, "before": move.after, "after": move.before},
+                "proposer": proposal.proposer, "reason": proposal.reason,
+                "incumbent": incumbent.fingerprint}
+
+    def _totals(self) -> dict[str, Any]:
+        return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
+                "elapsed_s": time.monotonic() - self._t0}
+
+    def _confirm(self, step: int, incumbent: Config, candidate: Config, proposal: Proposal,
+                 base: dict[str, Any], screen_info: dict[str, Any], cost: dict[str, Any],
+                 screen_test: PairedTest) -> tuple[Move, Config] | None:
+        gates_cfg = self.bench.spec.gates
+        used_before = self.rollouts.used - cost["rollouts"]
+        self._confirmations += 1
+        level = spent_alpha(self._confirmations, gates_cfg.alpha)
+        # Fresh seeds for each incumbent: the incumbent's own confirmation attempts
+        # were selected for passing, and reusing them would bias later tests.
+        stream = f"dev#confirm{self._segment}"
+        inc_dev = self._get(incumbent, "dev", stream)
+        cand_dev = self._get(candidate, "dev", stream)
+        confirm = paired_test(list(score_deltas(inc_dev, cand_dev).values()),
+                              alpha=gates_cfg.alpha, threshold=gates_cfg.min_effect)
+        results: list[GateResult] = [dev_gate(confirm, level=level, screen=screen_test)]
+        results += [aux_gate(name, spec, inc_dev, cand_dev, alpha=gates_cfg.alpha)
+                    for name, spec in self.bench.spec.metrics.items()]
+        floor_checks: list[tuple[str, Any, Any]] = [("dev", inc_dev, cand_dev)]
+        floors = [floor_gate(tag, floor, floor_checks, self.tags)
+                  for tag, floor in gates_cfg.task_floors.items()]
+        val_info: dict[str, Any] | None = None
+        not_run: list[str] = []
+        # val is opened only for a candidate that passed every dev-side gate (floors too).
+        if all(g.passed for g in results + floors) and "val" in self.bench.splits:
+            inc_val = self._get(incumbent, "val", "val")
+            cand_val = self._get(candidate, "val", "val")
+            val_test = paired_test(list(score_deltas(inc_val, cand_val).values()),
+                                   alpha=gates_cfg.alpha, threshold=-gates_cfg.val_margin)
+            results.append(val_gate(val_test, margin=gates_cfg.val_margin))
+            val_info = {**val_test.as_dict(), "before": self._mean(inc_val),
+                        "after": self._mean(cand_val)}
+            floor_checks.append(("val", inc_val, cand_val))
+            floors = [floor_gate(tag, floor, floor_checks, self.tags)
+                      for tag, floor in gates_cfg.task_floors.items()]
+        elif "val" in self.bench.splits:
+            not_run.append("val")
+        results += floors
+        promoted = all(g.passed for g in results)
+        aux = {g.name[4:]: g.details for g in results if g.name.startswith("aux:")}
+        self._emit({**base, "verdict": "promoted" if promoted else "rejected",
+                    "candidate": candidate.fingerprint,
+                    "dev": {"screen": screen_info, "confirm": {**confirm.as_dict(),
+                                                               "level": level,
+                                                               "index": self._confirmations,
+                                                               "stream": stream},
+                            "before": self._mean(inc_dev), "after": self._mean(cand_dev)},
+                    "val": val_info, "aux": aux,
+                    "gates": [{"name": g.name, "passed": g.passed, "reason": g.reason}
+                              for g in results],
+                    "gates_not_run": not_run,
+                    "rollouts": self.rollouts.used - used_before,
+                    "saved_by_racing": cost["saved_by_racing"], "reused": cost["reused"],
+                    "blocks": cost["blocks"], "tasks_screened": cost["tasks_screened"],
+                    **self._totals()})
+        if not promoted:
+            return None
+        self._segment += 1
+        self._confirmations = 0
+        return proposal.move, candidate
+
+    def _finish(self, stop_reason: str, steps: int, promotions: list[dict[str, Any]],
+                final: Config, start_dev: dict[str, list[AttemptResult]],
+                start_val: dict[str, list[AttemptResult]]) -> SearchOutcome:
+        def block(before: dict[str, list[AttemptResult]], after: dict[str, list[AttemptResult]]
+                  ) -> dict[str, float | None]:
+            t = self._compare(before, after)
+            return {"start": self._mean(before), "final": self._mean(after),
+                    "delta": t.effect if t.n else None,
+                    "ci_low": t.ci_low if t.n > 1 else None,
+                    "ci_high": t.ci_high if t.n > 1 else None}
+
+        dev = block(start_dev, self._get(final, "dev", "dev"))
+        val = block(start_val, self._get(final, "val", "val")) if start_val else {}
+        test: dict[str, float | None] = {}
+        if self.options.run_test and "test" in self.bench.splits:
+            # The test split is opened here, once, after every decision is made.
+            start_test = self._get(self.start, "test", "test")
+            final_test = self._get(final, "test", "test")
+            test = block(start_test, final_test)
+            t = self._compare(start_test, final_test)
+            self._emit({"kind": "test", **test, "confidence": 0.95, "n_tasks": t.n,
+                        "p_value_two_sided": _two_sided(t)})
+        outcome = SearchOutcome(
+            run_id=self.run_id, stop_reason=stop_reason, steps=steps, promotions=promotions,
+            start_config=self.start.values, final_config=final.values,
+            rollouts_used=self.rollouts.used, dev=dev, val=val, test=test)
+        self._emit({"kind": "end", **outcome.as_json(), "final_fingerprint": final.fingerprint,
+                    "cost_total": self.rollouts.cost})
+        outcome.records = self.records
+        return outcome
+
+
+def _two_sided(t: PairedTest) -> float:
+    """Two-sided p-value of "no change" from a one-sided test against 0."""
+    if t.n < 2:
+        return 1.0
+    if t.sd == 0:
+        return 1.0 if t.effect == 0 else 0.0
+    return min(1.0, 2 * min(t.p_value, 1 - t.p_value))

@@ -1,0 +1,299 @@
+"""The Optuna proposer: trials from observed configs, TPE ranking, journal file, resume."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.storages.journal import JournalFileBackend, JournalStorage
+from proposer_helpers import (
+    assert_legal,
+    key,
+    make_registry,
+    mixed_registry,
+    random_config,
+    view,
+)
+
+from forge.moves import apply_move, neighbourhood
+from forge.proposers import OptunaProposer, Proposer
+from forge.registry import Config, Registry
+
+
+def observations(registry: Registry, seed: int, n: int,
+                 noise: float = 0.05) -> list[tuple[Config, float]]:
+    """``n`` random configs scored ``x / 10`` plus noise: higher ``x`` is better."""
+    rng = random.Random(seed)
+    configs = [random_config(registry, rng) for _ in range(n)]
+    return [(c, float(c.values["x"]) / 10 + rng.gauss(0, noise)) for c in configs]
+
+
+def fed(registry: Registry, seed: int, obs: list[tuple[Config, float]],
+        run_dir: Path | None = None) -> OptunaProposer:
+    proposer = OptunaProposer(registry, run_dir=run_dir, seed=seed)
+    for config, score in obs:
+        proposer.observe(config, score)
+    return proposer
+
+
+def is_x_up(move_key: tuple[str, str, str]) -> bool:
+    return move_key == ("x", "5", "6")
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def optuna_log() -> Iterator[_Records]:
+    """Optuna at INFO, as a user might leave it, with its records collected."""
+    handler = _Records()
+    logger = logging.getLogger("optuna")
+    previous = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        optuna.logging.set_verbosity(previous)
+
+
+def test_distributions_follow_the_registry() -> None:
+    registry = make_registry({
+        "even": {"type": "int", "min": 0, "max": 10, "step": 2, "default": 4},
+        "uneven": {"type": "int", "min": 0, "max": 10, "step": 3, "default": 3},
+        "off_grid_default": {"type": "int", "min": 0, "max": 9, "step": 3, "default": 4},
+        "width": {"type": "int", "min": 1, "max": 32, "default": 4, "scale": "log"},
+        "temperature": {"type": "float", "min": 0.0, "max": 1.5, "step": 0.1, "default": 0.7},
+        "rate": {"type": "float", "min": 1e-4, "max": 1.0, "default": 1e-2, "scale": "log"},
+        "flag": {"type": "bool", "default": False},
+        "mode": {"type": "enum", "choices": ["a", "b"], "default": "a"},
+    })
+    d = OptunaProposer(registry).distributions
+    assert d["even"] == IntDistribution(0, 10, step=2)
+    assert d["uneven"] == IntDistribution(0, 10, step=1)            # 10 % 3 != 0
+    assert d["off_grid_default"] == IntDistribution(0, 9, step=1)   # default off the grid
+    assert d["width"] == IntDistribution(1, 32, log=True)
+    assert d["temperature"] == FloatDistribution(0.0, 1.5)          # no step: no grid
+    assert d["rate"] == FloatDistribution(1e-4, 1.0, log=True)
+    assert d["flag"] == CategoricalDistribution([False, True])
+    assert d["mode"] == CategoricalDistribution(["a", "b"])
+
+
+def test_observe_records_each_config_once_with_its_fingerprint() -> None:
+    registry = mixed_registry()
+    proposer = OptunaProposer(registry, seed=1)
+    config = registry.defaults()
+    proposer.observe(config, 0.5)
+    proposer.observe(config, 0.9)           # the same config again: the first score stands
+    proposer.observe(random_config(registry, random.Random(1)), math.nan)  # nothing scored
+    trials = proposer.study.get_trials()
+    assert proposer.n_trials == 1 and len(trials) == 1
+    assert trials[0].state == optuna.trial.TrialState.COMPLETE
+    assert trials[0].value == 0.5
+    assert trials[0].user_attrs["fingerprint"] == config.fingerprint
+    assert trials[0].params == config.values
+
+
+def test_observe_refuses_a_config_of_another_registry() -> None:
+    other = make_registry({"y": {"type": "int", "min": 0, "max": 3, "default": 1}}, name="o")
+    with pytest.raises(ValueError, match="another registry"):
+        OptunaProposer(mixed_registry()).observe(other.defaults(), 0.5)
+
+
+def test_ranking_is_deterministic_for_a_seed_and_observations() -> None:
+    registry = mixed_registry()
+    obs = observations(registry, seed=11, n=10)
+
+    def ranking(seed: int) -> list[tuple[str, str]]:
+        proposals = fed(registry, seed, obs).propose(view(registry, seed=0), 100)
+        return [(str(key(p.move)), p.reason) for p in proposals]
+
+    first = ranking(3)
+    assert ranking(3) == first
+    assert len(first) == len(neighbourhood(registry, registry.defaults()))
+
+
+def test_propose_is_repeatable_without_new_observations() -> None:
+    registry = mixed_registry()
+    proposer = fed(registry, 2, observations(registry, seed=2, n=8))
+    first = [key(p.move) for p in proposer.propose(view(registry, seed=5), 100)]
+    assert [key(p.move) for p in proposer.propose(view(registry, seed=5), 100)] == first
+
+
+def test_x_up_is_ranked_first_when_higher_x_scores_better() -> None:
+    # 20 random configs over five settings where only x matters (noise sd 0.05 against
+    # an effect of 0.1 per step). Measured over seeds 0-39: x up first in 40 of 40
+    # (with 16 trials 36 of 40, and x up second in the other 4: a distractor that
+    # happens to line up with the few best and worst trials ties with it). Requiring
+    # 16 of these 20 first, and all in the top two, leaves room for another Optuna
+    # release to sample differently without the test flaking.
+    registry = mixed_registry()
+    firsts, top_two = 0, 0
+    for seed in range(20):
+        proposer = fed(registry, seed, observations(registry, seed, n=20))
+        v = view(registry, seed=seed)
+        proposals = proposer.propose(v, 3)
+        assert_legal(registry, v, proposals)
+        ranked = [key(p.move) for p in proposals]
+        firsts += is_x_up(ranked[0])
+        top_two += any(is_x_up(k) for k in ranked[:2])
+    assert firsts >= 16
+    assert top_two == 20
+
+
+def test_x_up_is_ranked_first_after_scoring_the_neighbourhood() -> None:
+    # The search's own pattern: the incumbent and each of its neighbours, scored once.
+    registry = mixed_registry()
+    incumbent = registry.defaults()
+    configs = [incumbent] + [apply_move(registry, incumbent, m)
+                             for m in neighbourhood(registry, incumbent)]
+    wins = 0
+    for seed in range(10):
+        rng = random.Random(seed)
+        obs = [(c, float(c.values["x"]) / 10 + rng.gauss(0, 0.02)) for c in configs]
+        proposals = fed(registry, seed, obs).propose(view(registry, seed=seed), 1)
+        wins += is_x_up(key(proposals[0].move))
+    assert wins >= 8
+
+
+def test_x_down_ranks_below_x_up() -> None:
+    registry = mixed_registry()
+    proposer = fed(registry, 0, observations(registry, 0, n=16))
+    ranked = [key(m) for m, _ in proposer.rank(view(registry, seed=0))]
+    assert ranked.index(("x", "5", "6")) < ranked.index(("x", "5", "4"))
+    scores = {key(m): s for m, s in proposer.rank(view(registry, seed=0))}
+    assert all(-1.0 <= s <= 1.0 for s in scores.values())
+    assert scores[("x", "5", "6")] > 0 > scores[("x", "5", "4")]
+
+
+def test_too_few_trials_say_that_tpe_samples_at_random() -> None:
+    registry = mixed_registry()
+    proposer = fed(registry, 0, observations(registry, 0, n=2))
+    proposals = proposer.propose(view(registry, seed=0), 3)
+    assert len(proposals) == 3
+    assert all("fewer than 4: TPE samples at random" in p.reason for p in proposals)
+    assert all(p.proposer == "optuna" for p in proposals)
+    assert proposals[0].reason.startswith("TPE ranks ")
+    empty = OptunaProposer(registry)
+    assert len(empty.propose(view(registry), 2)) == 2   # no trial at all: still ranks
+    assert empty.propose(view(registry), 0) == []
+    assert empty.propose(view(registry, untried=[]), 3) == []
+
+
+def test_only_untried_moves_are_ranked() -> None:
+    registry = mixed_registry()
+    untried = [m for m in neighbourhood(registry, registry.defaults()) if m.target != "x"]
+    proposer = fed(registry, 0, observations(registry, 0, n=12))
+    v = view(registry, untried=untried)
+    proposals = proposer.propose(v, 100)
+    assert sorted(key(p.move) for p in proposals) == sorted(key(m) for m in untried)
+    assert_legal(registry, v, proposals)
+
+
+def test_the_journal_file_is_written_and_opens_as_an_optuna_study(tmp_path: Path) -> None:
+    registry = mixed_registry()
+    obs = observations(registry, 4, n=5)
+    fed(registry, 4, obs, run_dir=tmp_path / "run")
+    path = tmp_path / "run" / "optuna.journal"
+    assert path.is_file()
+    study = optuna.load_study(study_name="forge",
+                              storage=JournalStorage(JournalFileBackend(str(path))))
+    assert study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert [t.value for t in study.trials] == [score for _, score in obs]
+    assert [t.user_attrs["fingerprint"] for t in study.trials] == [
+        c.fingerprint for c, _ in obs]
+
+
+def test_a_resumed_proposer_does_not_duplicate_trials_and_ranks_alike(tmp_path: Path) -> None:
+    registry = mixed_registry()
+    obs = observations(registry, 6, n=12)
+    first = fed(registry, 6, obs[:8], run_dir=tmp_path)
+    before = [key(p.move) for p in first.propose(view(registry, seed=1), 100)]
+    # Resume: a new proposer over the same folder, fed the same configs by replay.
+    resumed = fed(registry, 6, obs[:8], run_dir=tmp_path)
+    assert len(resumed.study.get_trials()) == 8
+    assert [key(p.move) for p in resumed.propose(view(registry, seed=1), 100)] == before
+    for config, score in obs[8:]:
+        resumed.observe(config, score)
+    assert len(resumed.study.get_trials()) == 12
+    assert len({t.user_attrs["fingerprint"] for t in resumed.study.get_trials()}) == 12
+
+
+def test_a_trial_in_the_file_but_not_yet_replayed_does_not_change_the_ranking(
+        tmp_path: Path) -> None:
+    # Killed after the file got trial 9 but before the search journaled its step: the
+    # resumed run replays 8 configs and must decide as the first run did after 8.
+    registry = mixed_registry()
+    obs = observations(registry, 8, n=9)
+    fed(registry, 8, obs, run_dir=tmp_path)
+    after_eight = fed(registry, 8, obs[:8])
+    resumed = fed(registry, 8, obs[:8], run_dir=tmp_path)
+    assert [key(p.move) for p in resumed.propose(view(registry, seed=2), 100)] == [
+        key(p.move) for p in after_eight.propose(view(registry, seed=2), 100)]
+
+
+def test_optuna_stays_quiet(optuna_log: _Records, tmp_path: Path) -> None:
+    registry = mixed_registry()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        proposer = fed(registry, 0, observations(registry, 0, n=6), run_dir=tmp_path)
+        proposer.propose(view(registry), 3)
+    assert [str(w.message) for w in caught] == []
+    assert [r.getMessage() for r in optuna_log.records] == []
+    assert optuna.logging.get_verbosity() == logging.INFO   # the user's level is restored
+
+
+def test_enum_choices_that_python_confuses_keep_apart() -> None:
+    # 1 == True in Python, so Optuna would read True as the choice 1: labels keep them apart.
+    registry = make_registry({
+        "x": {"type": "int", "min": 0, "max": 10, "default": 5},
+        "odd": {"type": "enum", "choices": [1, True, "two"], "default": 1},
+    })
+    proposer = OptunaProposer(registry, seed=0)
+    rng = random.Random(0)
+    for _ in range(8):
+        config = random_config(registry, rng)
+        proposer.observe(config, float(config.values["x"]))
+    config = registry.with_values(registry.defaults(), {"odd": True})
+    proposer.observe(config, 0.0)
+    assert proposer.study.get_trials()[-1].params["odd"] == "True"
+    v = view(registry, seed=0)
+    proposals = proposer.propose(v, 100)
+    assert_legal(registry, v, proposals)
+    assert ("odd", "1", "True") in {key(p.move) for p in proposals}
+
+
+def test_an_off_grid_hand_config_is_recorded(optuna_log: _Records) -> None:
+    registry = make_registry({
+        "k": {"type": "int", "min": 0, "max": 9, "step": 3, "default": 3},
+        "flag": {"type": "bool", "default": False},
+    })
+    proposer = OptunaProposer(registry, seed=0)
+    assert proposer.distributions["k"] == IntDistribution(0, 9, step=3)
+    for k in (0, 3, 6, 9, 4):   # 4 is off the step-3 grid
+        for flag in (False, True):
+            config = registry.validate_config({"k": k, "flag": flag})
+            proposer.observe(config, k / 9 + 0.1 * flag)
+    assert proposer.n_trials == 10
+    v = view(registry, seed=0)
+    proposals = proposer.propose(v, 10)
+    assert_legal(registry, v, proposals)
+    assert optuna_log.records == []
+
+
+def test_optuna_satisfies_the_protocol() -> None:
+    assert isinstance(OptunaProposer(mixed_registry()), Proposer)

@@ -1,0 +1,159 @@
+"""The journal: append-only and fsynced, verified on replay, refused when unreadable."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forge.errors import UserError
+from forge.journal import (
+    JOURNAL_FORMAT_VERSION,
+    JournalError,
+    JournalWriter,
+    RunInfo,
+    load_run,
+    read_records,
+    write_run,
+)
+
+
+def on_disk(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in
+            (folder / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_write_appends_one_timestamped_line_per_record(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path)
+    assert not writer.replaying
+    first = writer.write({"kind": "start", "dev_mean": 0.5})
+    second = writer.write({"kind": "stop", "reason": "max_steps"})
+    assert first["kind"] == "start" and "at" in first
+    datetime.fromisoformat(first["at"])
+    assert on_disk(tmp_path) == [first, second]
+    assert read_records(tmp_path) == [first, second]
+
+
+def test_each_record_is_on_disk_and_fsynced_before_write_returns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(len(on_disk(tmp_path)))  # flushed before the fsync
+        real_fsync(fd)
+
+    monkeypatch.setattr("forge.journal.os.fsync", fsync)
+    writer = JournalWriter(tmp_path)
+    for i in range(3):
+        writer.write({"kind": "candidate", "step": i})
+        assert synced == list(range(1, i + 2))
+
+
+def test_records_are_json_as_a_reader_sees_them(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path)
+    stored = writer.write({"kind": "x", "pair": (1, 2), "path": Path("a/b")})
+    assert stored["pair"] == [1, 2] and stored["path"] == "a/b"
+    with pytest.raises(ValueError):  # NaN is not JSON: refused, not written
+        writer.write({"kind": "x", "value": float("nan")})
+    assert len(on_disk(tmp_path)) == 1
+
+
+def test_replay_verifies_then_appends(tmp_path: Path) -> None:
+    first = JournalWriter(tmp_path)
+    a = first.write({"kind": "start", "n": 1, "elapsed_s": 0.1})
+    b = first.write({"kind": "candidate", "n": 2, "elapsed_s": 0.2})
+    replay = JournalWriter(tmp_path)
+    assert replay.replaying
+    # Timestamps and elapsed time may differ; the returned record is the stored one.
+    assert replay.write({"kind": "start", "n": 1, "elapsed_s": 9.0}) == a
+    assert replay.write({"kind": "candidate", "n": 2, "elapsed_s": 9.0}) == b
+    assert not replay.replaying
+    c = replay.write({"kind": "stop", "n": 3})
+    assert on_disk(tmp_path) == [a, b, c]
+
+
+def test_replay_that_diverges_is_refused(tmp_path: Path) -> None:
+    first = JournalWriter(tmp_path)
+    first.write({"kind": "start", "n": 1})
+    first.write({"kind": "candidate", "verdict": "promoted"})
+    before = (tmp_path / "journal.jsonl").read_bytes()
+    replay = JournalWriter(tmp_path)
+    replay.write({"kind": "start", "n": 1})
+    with pytest.raises(UserError, match=r"resume diverged at record 2 \(candidate\)"):
+        replay.write({"kind": "candidate", "verdict": "rejected"})
+    assert (tmp_path / "journal.jsonl").read_bytes() == before  # nothing was written
+
+
+def test_a_torn_last_line_is_cut_before_replay(tmp_path: Path) -> None:
+    JournalWriter(tmp_path).write({"kind": "start"})
+    with (tmp_path / "journal.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"kind": "cand')
+    replay = JournalWriter(tmp_path)
+    replay.write({"kind": "start"})
+    assert not replay.replaying
+    replay.write({"kind": "candidate"})
+    assert [r["kind"] for r in on_disk(tmp_path)] == ["start", "candidate"]
+
+
+def test_a_damaged_middle_line_is_a_journal_error(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path)
+    for i in range(3):
+        writer.write({"kind": "candidate", "step": i})
+    path = tmp_path / "journal.jsonl"
+    rows = path.read_text().splitlines()
+    rows[1] = "{garbage"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(JournalError, match=r"journal\.jsonl:2"):
+        JournalWriter(tmp_path)
+    with pytest.raises(JournalError):
+        read_records(tmp_path)
+
+
+def _info(**changes: Any) -> RunInfo:
+    values: dict[str, Any] = dict(
+        run_id="r1", bench="b", bench_path="/x/bench.yaml", bench_digest="d1",
+        registry_digest="d2", seed=7, start_config={"k": 1}, start_fingerprint="f",
+        options={"max_steps": 3}, created_at=datetime(2025, 1, 2, tzinfo=UTC))
+    values.update(changes)
+    return RunInfo(**values)
+
+
+def test_run_info_round_trip(tmp_path: Path) -> None:
+    write_run(tmp_path / "r1", _info())
+    assert load_run(tmp_path / "r1") == _info()
+
+
+@pytest.mark.parametrize("version", [JOURNAL_FORMAT_VERSION + 1, 0, "1", None, True])
+def test_load_run_refuses_another_format_version(tmp_path: Path, version: Any) -> None:
+    write_run(tmp_path, _info())
+    data = json.loads((tmp_path / "run.json").read_text())
+    data["format_version"] = version
+    (tmp_path / "run.json").write_text(json.dumps(data))
+    with pytest.raises(JournalError, match="format_version") as err:
+        load_run(tmp_path)
+    assert str(JOURNAL_FORMAT_VERSION) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_load_run_missing_or_malformed(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="no such run"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "run.json").write_text("{not json")
+    with pytest.raises(JournalError, match="malformed JSON"):
+        load_run(tmp_path)
+    write_run(tmp_path, _info())
+    data = json.loads((tmp_path / "run.json").read_text())
+    del data["seed"]
+    (tmp_path / "run.json").write_text(json.dumps(data))
+    with pytest.raises(JournalError, match="seed"):
+        load_run(tmp_path)
+
+
+def test_read_records_without_a_journal(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="no journal"):
+        read_records(tmp_path)

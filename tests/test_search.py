@@ -1,0 +1,559 @@
+"""Whole searches on purpose-built benches: each gate refuses what it should, a real
+improvement is promoted, the search stops for the reason it says, and never peeks.
+
+The harnesses are deterministic test doubles: success is ``random.Random(ctx.seed)``
+below a probability that the test's settings decide, so two configs see the same
+random numbers on the same seeds (paired), and effects are large enough (0.5 -> 0.8
+over 40 dev tasks x 4 attempts) to be found every time. Every harness logs its
+calls (``calls.log``) so tests can count rollouts and see their order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_calls, search_tasks, write_search_bench
+
+from forge.bench import BudgetSettings, load_bench
+from forge.cli import main
+from forge.launch import launch_search
+from forge.moves import Move
+from forge.proposers import Proposal, SearchView
+from forge.registry import Config
+from forge.search import STOP_TEXT, Search, SearchOptions, SearchOutcome
+from forge.stats import spent_alpha
+
+K = 4
+N_DEV, N_VAL, N_TEST = 40, 30, 30
+
+#: boost raises the success probability from 0.5 to 0.8 everywhere; knob does nothing.
+BOOST = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong", "cost": 1.0}
+"""
+
+#: boost wins on dev (0.5 -> 0.8) but loses on val (0.5 -> 0.3).
+VAL_LOSS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.5
+    if config["boost"]:
+        p = 0.3 if ctx.split == "val" else 0.8
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+#: boost wins on pass rate and doubles the cost.
+COSTLY = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong",
+            "cost": 2.0 if config["boost"] else 1.0}
+"""
+
+#: boost wins on ordinary tasks (0.5 -> 0.9) and breaks the critical ones (1.0 -> 0.0).
+BREAKS_CRITICAL = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    if "critical" in task.tags:
+        p = 0.0 if config["boost"] else 1.0
+    else:
+        p = 0.9 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+#: Settings change the outcome of every attempt, but never its probability (0.5).
+NOISE = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    rng = random.Random(f"{ctx.seed}:{_json.dumps(config, sort_keys=True)}")
+    ok = rng.random() < 0.5
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+NOISE_REGISTRY = """\
+name: noise
+settings:
+  boost: {type: bool, default: false}
+  knob:  {type: int, min: 1, max: 5, step: 1, default: 3}
+  mode:  {type: enum, choices: [a, b, c], default: a}
+"""
+
+#: A knob != 2 is "lucky" on the run's dev screening seeds only (0.5 -> 0.95 there),
+#: the way a change can look good on one sample of seeds; boost is a real gain.
+LUCKY = """
+from forge.rollout import derive_seed
+
+RUN_SEED = 7
+
+
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["boost"] else 0.5
+    screening = ctx.seed == derive_seed(RUN_SEED, "dev", task.id, ctx.attempt)
+    if config["knob"] != 2 and screening:
+        p = 0.95
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+@pytest.fixture
+def bench_factory(tmp_path: Path) -> Callable[..., Path]:
+    counter = iter(range(1000))
+
+    def make(harness: str, **kwargs: Any) -> Path:
+        return write_search_bench(tmp_path / f"bench{next(counter)}", harness, k=K, **kwargs)
+
+    return make
+
+
+class Marks:
+    """``on_record`` hook: how many harness calls had happened when each record was
+    journaled (records and calls are both in order)."""
+
+    def __init__(self, bench: Path) -> None:
+        self.bench = bench
+        self.at: list[tuple[dict[str, Any], int]] = []
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        self.at.append((record, len(read_calls(self.bench))))
+
+
+def search(bench: Path, tmp_path: Path, run_id: str = "r", *, seed: int = 7,
+           proposer: str = "sweep", marks: Marks | None = None, **kw: Any) -> SearchOutcome:
+    return launch_search(bench, journals=tmp_path / "journals", run_id=run_id, seed=seed,
+                         proposer=proposer, on_record=marks, **kw)
+
+
+def candidates(outcome: SearchOutcome) -> list[dict[str, Any]]:
+    return [r for r in outcome.records if r["kind"] == "candidate"]
+
+
+def only(records: list[dict[str, Any]], target: str, after: Any) -> dict[str, Any]:
+    """The one confirmed record of ``target -> after`` (a gate beyond dev was run)."""
+    found = [r for r in records if r["move"]["target"] == target and r["move"]["after"] == after
+             and "confirm" in (r.get("dev") or {})]
+    assert len(found) == 1, [(r["move"], r["verdict"]) for r in records]
+    return found[0]
+
+
+def gates(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {g["name"]: g for g in record["gates"]}
+
+
+def failing(record: dict[str, Any]) -> list[str]:
+    return [g["name"] for g in record["gates"] if not g["passed"]]
+
+
+def key(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def candidate_configs(outcome: SearchOutcome) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(record, candidate config values) for every candidate record, in order."""
+    incumbent = dict(outcome.start_config)
+    for r in candidates(outcome):
+        move = r["move"]
+        yield r, {**incumbent, move["target"]: move["after"]}
+        if r["verdict"] == "promoted":
+            incumbent = {**incumbent, move["target"]: move["after"]}
+
+
+def assert_no_peeking(outcome: SearchOutcome, marks: Marks) -> None:
+    """val: only for the start config and for candidates whose dev-side gates all
+    passed; test: only after the last decision, once each for start and final."""
+    calls = read_calls(marks.bench)
+    last_decision = max(n for r, n in marks.at if r["kind"] in ("start", "candidate", "stop"))
+    # A config may open val only if some record says it passed every dev-side gate.
+    allowed_val = {key(outcome.start_config)}
+    for r, values in candidate_configs(outcome):
+        dev_side = [g for g in r["gates"] if g["name"] != "val"]
+        if "val" in gates(r):
+            assert all(g["passed"] for g in dev_side), r["gates"]
+            allowed_val.add(key(values))
+        else:
+            assert "val" in r.get("gates_not_run", ["val"])
+    start_mark = next(n for r, n in marks.at if r["kind"] == "start")
+    for i, call in enumerate(calls):
+        if call["split"] == "val":
+            assert key(call["config"]) in allowed_val, call
+            if key(call["config"]) == key(outcome.start_config):
+                assert i < start_mark
+        if call["split"] == "test":
+            assert i >= last_decision, "the test split was opened before the search ended"
+    test_calls = Counter(key(c["config"]) for c in calls if c["split"] == "test")
+    expected = {key(outcome.start_config), key(outcome.final_config)}
+    assert set(test_calls) == expected
+    assert all(n == N_TEST * K for n in test_calls.values())
+    assert sum(r["kind"] == "test" for r, _ in marks.at) == 1
+
+
+# -- (a) a real improvement ----------------------------------------------------------------
+
+def test_a_real_improvement_is_promoted_and_holds_on_test(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(BOOST)
+    marks = Marks(bench)
+    outcome = search(bench, tmp_path, proposer="auto", marks=marks)
+    assert outcome.promotions == [{"step": 1, "target": "boost", "before": False, "after": True}]
+    assert outcome.final_config == {"boost": True, "knob": 2}
+    record = only(candidates(outcome), "boost", True)
+    assert record["verdict"] == "promoted"
+    assert [g["name"] for g in record["gates"]] == ["dev", "val"]
+    assert all(g["passed"] for g in record["gates"])
+    assert record["inverse"] == {"target": "boost", "before": True, "after": False}
+    assert record["dev"]["confirm"]["stream"] == "dev#confirm0"
+    # It holds out of sample: the test split, opened once at the end, shows the gain.
+    assert outcome.test["delta"] is not None and outcome.test["delta"] > 0.15
+    assert outcome.test["ci_low"] is not None and outcome.test["ci_low"] > 0
+    assert outcome.val["delta"] is not None and outcome.val["delta"] > 0.15
+    test_record = next(r for r in outcome.records if r["kind"] == "test")
+    assert test_record["p_value_two_sided"] < 0.001
+    assert_no_peeking(outcome, marks)
+    # After the promotion every neighbour is refused, so the search ends there.
+    assert outcome.stop_reason == "local_optimum"
+
+
+def test_rollouts_are_reused_and_no_attempt_runs_twice(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(BOOST)
+    outcome = search(bench, tmp_path)
+    calls = read_calls(bench)
+    attempts = Counter((key(c["config"]), c["seed"]) for c in calls)
+    # The incumbent's attempts served every candidate, and a config met again (the
+    # start config, as the inverse of the promotion) was not run again.
+    assert max(attempts.values()) == 1
+    assert len(calls) == outcome.rollouts_used
+    # The start config met three candidates and came back as one itself, yet ran its
+    # dev tasks exactly twice: once on the screening seeds, once on the confirmation's.
+    start_dev = [c for c in calls if key(c["config"]) == key(outcome.start_config)
+                 and c["split"] == "dev"]
+    assert len(candidates(outcome)) >= 4
+    assert len(start_dev) == 2 * N_DEV * K
+    back = [r for r in candidates(outcome) if r["move"] == {"target": "boost", "before": True,
+                                                            "after": False}]
+    assert len(back) == 1 and back[0]["verdict"] == "rejected"
+    assert back[0]["rollouts"] == 0  # both sides were already on file
+    assert back[0]["reused"] > 0
+
+
+def test_racing_stops_a_clearly_worse_candidate_early(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(BOOST)
+    outcome = search(bench, tmp_path, start=_config(bench, boost=True))
+    worse = only_screened(candidates(outcome), "boost", False)
+    assert worse["verdict"] == "rejected"
+    assert worse["dev"]["screen"]["status"] == "futile"
+    assert worse["saved_by_racing"] > 0
+    assert worse["tasks_screened"] < N_DEV
+    assert worse["rollouts"] + worse["saved_by_racing"] == N_DEV * K
+    assert "futility" in worse["gates"][0]["reason"]
+
+
+def only_screened(records: list[dict[str, Any]], target: str, after: Any) -> dict[str, Any]:
+    found = [r for r in records if r["move"]["target"] == target and r["move"]["after"] == after]
+    assert len(found) == 1
+    return found[0]
+
+
+def _config(bench: Path, **values: Any) -> Config:
+    loaded = load_bench(bench)
+    return loaded.registry.with_values(loaded.defaults, values)
+
+
+# -- (b)-(d) each gate refuses what it should ---------------------------------------------
+
+def test_a_dev_win_that_loses_on_val_is_refused_by_the_val_gate(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(VAL_LOSS)
+    marks = Marks(bench)
+    outcome = search(bench, tmp_path, marks=marks)
+    record = only(candidates(outcome), "boost", True)
+    assert record["verdict"] == "rejected"
+    assert failing(record) == ["val"]
+    assert gates(record)["dev"]["passed"]
+    assert record["dev"]["confirm"]["effect"] > 0.15
+    reason = gates(record)["val"]["reason"]
+    assert reason.startswith("val -") and "margin" in reason
+    assert record["val"]["after"] < record["val"]["before"]
+    assert outcome.promotions == []
+    assert outcome.final_config == outcome.start_config
+    test_record = next(r for r in outcome.records if r["kind"] == "test")
+    assert test_record["delta"] == 0.0
+    assert test_record["p_value_two_sided"] == 1.0  # no change is no evidence of one
+    assert_no_peeking(outcome, marks)
+
+
+def test_a_pass_rate_win_that_breaks_the_cost_tolerance_is_refused(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    metrics = {"cost": {"direction": "lower", "max_increase": 0.05, "relative": True}}
+    bench = bench_factory(COSTLY, metrics=metrics)
+    marks = Marks(bench)
+    outcome = search(bench, tmp_path, marks=marks)
+    [record] = [r for r in candidates(outcome)
+                if r["move"]["target"] == "boost" and r["move"]["after"] is True]
+    assert record["verdict"] == "rejected"
+    assert failing(record) == ["aux:cost"]
+    # A dev win on the screening seeds...
+    assert record["dev"]["screen"]["status"] == "pass"
+    assert record["dev"]["screen"]["effect"] > 0.1
+    reason = gates(record)["aux:cost"]["reason"]
+    assert reason.startswith("cost +100.0%") and "> allowed +5.0%" in reason
+    # ...refused before a confirmation spent a level of the error budget on it, and
+    # before val was opened for it.
+    assert "confirm" not in record["dev"]
+    assert not any(c["split"] == "val" and c["config"]["boost"] for c in read_calls(bench))
+    assert outcome.promotions == []
+    assert_no_peeking(outcome, marks)
+
+
+def test_a_win_that_drops_a_critical_task_below_its_floor_is_refused(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(BREAKS_CRITICAL, tasks=search_tasks(critical=3),
+                          gates={"task_floors": {"critical": 0.8}})
+    marks = Marks(bench)
+    outcome = search(bench, tmp_path, marks=marks)
+    record = only(candidates(outcome), "boost", True)
+    assert record["verdict"] == "rejected"
+    assert failing(record) == ["floor:critical"]
+    assert gates(record)["dev"]["passed"]
+    reason = gates(record)["floor:critical"]["reason"]
+    assert "3 critical task(s) below floor 80%" in reason
+    assert "dev/dev-00 0% (was 100%)" in reason
+    assert record["gates_not_run"] == ["val"]
+    assert outcome.promotions == []
+    assert_no_peeking(outcome, marks)
+
+
+def test_an_old_floor_debt_does_not_block_a_real_improvement(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    # The critical tasks sit below the floor before and after: not a regression.
+    harness = BOOST.replace('p = 0.8 if config["boost"] else 0.5',
+                            'p = 0.8 if config["boost"] else 0.5\n'
+                            '    if "critical" in task.tags:\n'
+                            '        p = 0.3')
+    bench = bench_factory(harness, tasks=search_tasks(critical=3),
+                          gates={"task_floors": {"critical": 0.8}})
+    outcome = search(bench, tmp_path)
+    record = only(candidates(outcome), "boost", True)
+    assert record["verdict"] == "promoted", record["gates"]
+    assert gates(record)["floor:critical"]["passed"]
+
+
+def test_noise_is_never_promoted(bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(NOISE, registry=NOISE_REGISTRY, search={"max_steps": 8,
+                                                                  "patience": 4})
+    screened = 0
+    for seed in range(5):
+        outcome = search(bench, tmp_path, f"noise{seed}", seed=seed)
+        assert outcome.promotions == [], seed
+        assert outcome.final_config == outcome.start_config
+        screened += len(candidates(outcome))
+        for r in candidates(outcome):
+            confirm = r.get("dev", {}).get("confirm")
+            if confirm:  # a screening fluke gets a fresh, stricter test
+                assert confirm["stream"] == "dev#confirm0"
+                assert confirm["level"] == pytest.approx(spent_alpha(confirm["index"], 0.05))
+    assert screened >= 5 * 5  # every neighbour of the start config was tried each time
+
+
+def test_a_screening_fluke_is_refused_on_fresh_seeds_at_spent_levels(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    bench = bench_factory(LUCKY)
+    outcome = search(bench, tmp_path, seed=7)
+    confirmed = [r for r in candidates(outcome) if "confirm" in (r.get("dev") or {})]
+    seq = [(r["move"]["target"], r["move"]["after"], r["verdict"], r["dev"]["confirm"]["index"],
+            r["dev"]["confirm"]["stream"]) for r in confirmed]
+    # The lucky knob moves screen stronger than boost, so they are confirmed first, and
+    # refused on fresh seeds; boost is then promoted at the third level of the sequence;
+    # after the promotion the sequence restarts on a new stream of fresh seeds.
+    assert seq == [("knob", seq[0][1], "rejected", 1, "dev#confirm0"),
+                   ("knob", seq[1][1], "rejected", 2, "dev#confirm0"),
+                   ("boost", True, "promoted", 3, "dev#confirm0"),
+                   ("knob", seq[3][1], "rejected", 1, "dev#confirm1"),
+                   ("knob", seq[4][1], "rejected", 2, "dev#confirm1")]
+    assert {seq[0][1], seq[1][1]} == {seq[3][1], seq[4][1]} == {1, 3}
+    for r in confirmed:
+        confirm = r["dev"]["confirm"]
+        assert confirm["level"] == pytest.approx(spent_alpha(confirm["index"], 0.05))
+        if r["move"]["target"] == "knob":
+            assert r["dev"]["screen"]["p_value"] < 0.05 <= confirm["p_value"]
+            assert failing(r) == ["dev"]
+            assert r["gates_not_run"] == ["val"]
+    # The strongest screening pass of a step is confirmed; the others wait their turn.
+    waiting = [r for r in candidates(outcome) if r["verdict"] == "skipped"]
+    assert waiting and all("was confirmed first" in r["why"] for r in waiting)
+    assert outcome.promotions == [{"step": 3, "target": "boost", "before": False,
+                                   "after": True}]
+
+
+# -- proposals ----------------------------------------------------------------------------
+
+class ScriptedProposer:
+    """Proposes a fixed list of moves each step (some illegal) and records what it saw."""
+
+    name = "scripted"
+
+    def __init__(self, moves: list[Move]) -> None:
+        self.moves = moves
+        self.seen_tasks: set[str] = set()
+        self.observed: list[dict[str, Any]] = []
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        self.seen_tasks.update(a.task_id for a in view.dev_attempts)
+        return [Proposal(move=m, proposer=self.name, reason="scripted") for m in self.moves]
+
+    def observe(self, config: Config, dev_mean: float) -> None:
+        self.observed.append(dict(config.values))
+
+
+def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    path = bench_factory(BOOST)
+    bench = load_bench(path)
+    out_of_bounds = Move(target="knob", before=2, after=99)
+    unknown = Move(target="turbo", before=False, after=True)
+    stale = Move(target="knob", before=3, after=1)
+    proposer = ScriptedProposer([out_of_bounds, unknown, stale,
+                                 Move(target="boost", before=False, after=True)])
+    options = SearchOptions(max_steps=1, patience=3, budget=BudgetSettings(), k=K, seed=7,
+                            concurrency=4, timeout_s=10.0)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    outcome = Search(bench, bench.defaults, proposer, options, run_id="s", folder=folder).run()
+    records = candidates(outcome)
+    assert [r["move"]["target"] for r in records] == ["knob", "turbo", "knob", "boost"]
+    for r in records[:3]:
+        assert r["verdict"] == "rejected"
+        assert [g["name"] for g in r["gates"]] == ["legal"]
+        assert not r["gates"][0]["passed"]
+        assert r["proposer"] == "scripted"
+    assert "99" in records[0]["gates"][0]["reason"]
+    assert "turbo" in records[1]["gates"][0]["reason"]
+    assert "stale" in records[2]["gates"][0]["reason"]
+    assert records[3]["verdict"] == "promoted"
+    configs = {key(c["config"]) for c in read_calls(path)}
+    assert configs == {key({"boost": False, "knob": 2}), key({"boost": True, "knob": 2})}
+    # The proposer saw dev attempts only, and was told about legal configs only.
+    assert proposer.seen_tasks and all(t.startswith("dev-") for t in proposer.seen_tasks)
+    assert all(c["knob"] in (1, 2, 3) for c in proposer.observed)
+
+
+# -- (f) stop reasons, and what the CLI prints --------------------------------------------
+
+def test_stop_reasons_are_journaled(bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    boost = bench_factory(BOOST)
+    noise = bench_factory(NOISE, registry=NOISE_REGISTRY)
+    cases: list[tuple[Path, dict[str, Any], str, int]] = [
+             (boost, {"max_steps": 1}, "max_steps", 1),
+             (noise, {"patience": 1}, "patience", 1),
+             (boost, {"budget_rollouts": 300}, "budget_rollouts", 1),
+             (boost, {}, "local_optimum", 2)]
+    for i, (bench, options, reason, steps) in enumerate(cases):
+        outcome = launch_search(bench, journals=tmp_path / "journals", run_id=f"stop{i}",
+                                seed=7, proposer="sweep", **options)
+        assert outcome.stop_reason == reason
+        assert outcome.steps == steps
+        stops = [r for r in outcome.records if r["kind"] == "stop"]
+        assert len(stops) == 1
+        assert stops[0]["reason"] == reason and stops[0]["text"] == STOP_TEXT[reason]
+        assert outcome.records[-1]["kind"] == "end"
+        assert outcome.records[-1]["stop_reason"] == reason
+        on_disk = [json.loads(line) for line in (tmp_path / "journals" / f"stop{i}"
+                                                 / "journal.jsonl").read_text().splitlines()]
+        assert on_disk == outcome.records
+
+
+@pytest.mark.parametrize(("options", "text"), [
+    (["--max-steps", "1"], "stopped after 1 steps: reached max_steps"),
+    ([], "stopped after 2 steps: local optimum"),
+])
+def test_the_stop_reason_is_printed(bench_factory: Callable[..., Path], tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str], options: list[str],
+                                    text: str) -> None:
+    bench = bench_factory(BOOST)
+    code = main(["search", str(bench), "--journals", str(tmp_path / "j"), "--run-id", "p",
+                 "--proposer", "sweep", *options])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert text in " ".join(out.split())
+    assert "promoted: boost False->True" in out
+
+
+# -- (g) the --json contract ------------------------------------------------------------------
+
+def test_search_json_prints_only_the_result_object(
+        bench_factory: Callable[..., Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bench = bench_factory(BOOST)
+    code = main(["search", str(bench), "--journals", str(tmp_path / "j"), "--run-id", "js",
+                 "--json", "--seed", "7"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    result = json.loads(out)  # the whole of stdout is one JSON document
+    assert set(result) == {"run_id", "stop_reason", "steps", "promotions", "start_config",
+                           "final_config", "rollouts_used", "dev", "val", "test"}
+    assert result["run_id"] == "js"
+    assert result["stop_reason"] == "local_optimum"
+    assert result["promotions"] == [{"step": 1, "target": "boost", "before": False,
+                                     "after": True}]
+    assert result["start_config"] == {"boost": False, "knob": 2}
+    assert result["final_config"] == {"boost": True, "knob": 2}
+    assert isinstance(result["steps"], int) and isinstance(result["rollouts_used"], int)
+    for split in ("dev", "val", "test"):
+        block = result[split]
+        assert set(block) == {"start", "final", "delta", "ci_low", "ci_high"}
+        assert block["ci_low"] < block["delta"] < block["ci_high"]
+        assert block["delta"] == pytest.approx(block["final"] - block["start"])
+    assert "step" in err  # the live view went to stderr
+    end = json.loads((tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()[-1])
+    assert {k: end[k] for k in result} == result
+
+
+def test_resume_of_an_unknown_run_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["search", "--resume", "nope", "--journals", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "run.json" in err
+
+
+# -- (h) the rollout budget --------------------------------------------------------------------
+
+CHUNK = 2 * K * (N_DEV // 4)  # a screening chunk: 10 tasks x K, incumbent and candidate
+
+
+@pytest.mark.parametrize("budget", [300, 450, 700, 1000])
+def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
+        bench_factory: Callable[..., Path], tmp_path: Path, budget: int) -> None:
+    bench = bench_factory(BOOST)
+    outcome = search(bench, tmp_path, f"b{budget}", budget_rollouts=budget)
+    assert outcome.stop_reason == "budget_rollouts"
+    stop = next(r for r in outcome.records if r["kind"] == "stop")
+    total = stop["rollouts_total"]
+    assert total <= budget + CHUNK
+    last = candidates(outcome)[-1]
+    assert last["verdict"] == "skipped"
+    if total < budget:
+        # Stopped short: the next decision (a confirmation) would overshoot the budget
+        # by more than a chunk, so it was not started.
+        assert "budget spent: confirming needs" in last["why"]
+    else:
+        assert "budget" in (last.get("why") or last["gates"][0]["reason"])
+    # Every harness call before the stop was asked for by the search (the test split,
+    # opened after it, is outside the search's budget).
+    calls = read_calls(bench)
+    assert sum(c["split"] != "test" for c in calls) == total
+    assert outcome.rollouts_used == len(calls)

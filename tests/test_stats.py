@@ -1,0 +1,117 @@
+"""Paired tests and the alpha-spending sequence that carry the search's error guarantee."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+from scipy import stats as st
+
+from forge.stats import mean_interval, paired_test, spent_alpha
+
+
+def _samples() -> list[list[float]]:
+    rng = random.Random(3)
+    return [
+        [0.1, 0.3, -0.05, 0.2, 0.0, 0.25],
+        [rng.gauss(0.05, 0.2) for _ in range(40)],
+        [rng.gauss(-0.1, 0.3) for _ in range(12)],
+        [rng.choice([-1.0, 0.0, 0.0, 0.5, 1.0]) for _ in range(30)],
+    ]
+
+
+@pytest.mark.parametrize("deltas", _samples())
+@pytest.mark.parametrize("threshold", [0.0, 0.05, -0.02])
+def test_p_value_matches_scipy_one_sided(deltas: list[float], threshold: float) -> None:
+    got = paired_test(deltas, alpha=0.05, threshold=threshold)
+    want = st.ttest_1samp(deltas, popmean=threshold, alternative="greater")
+    assert got.p_value == pytest.approx(want.pvalue, rel=1e-9, abs=1e-12)
+    assert got.effect == pytest.approx(sum(deltas) / len(deltas))
+    assert got.n == len(deltas)
+    assert got.passed == (want.pvalue < 0.05)
+
+
+@pytest.mark.parametrize("deltas", _samples())
+@pytest.mark.parametrize("alpha", [0.05, 0.025, 0.2])
+def test_bounds_are_one_sided_t_bounds(deltas: list[float], alpha: float) -> None:
+    got = paired_test(deltas, alpha=alpha)
+    low = st.ttest_1samp(deltas, 0.0, alternative="greater").confidence_interval(1 - alpha)
+    high = st.ttest_1samp(deltas, 0.0, alternative="less").confidence_interval(1 - alpha)
+    assert got.ci_low == pytest.approx(low.low)
+    assert got.ci_high == pytest.approx(high.high)
+    # upper(level) is the same kind of bound at another level (futility uses 0.8).
+    futility = st.ttest_1samp(deltas, 0.0, alternative="less").confidence_interval(0.8)
+    assert got.upper(0.8) == pytest.approx(futility.high)
+    assert got.ci_low < got.effect < got.ci_high
+
+
+def test_the_bound_and_the_p_value_agree() -> None:
+    # ci_low > threshold exactly when p < alpha: one decision, two ways to read it.
+    rng = random.Random(7)
+    for _ in range(200):
+        deltas = [rng.gauss(0.05, 0.3) for _ in range(rng.randint(2, 30))]
+        t = paired_test(deltas, alpha=0.05, threshold=0.01)
+        assert (t.ci_low > 0.01) == (t.p_value < 0.05)
+
+
+@pytest.mark.parametrize("deltas", [[], [0.7]])
+def test_fewer_than_two_tasks_conclude_nothing(deltas: list[float]) -> None:
+    t = paired_test(deltas, alpha=0.05)
+    assert t.p_value == 1.0
+    assert not t.passed
+    assert t.ci_low == -math.inf
+    assert t.ci_high == math.inf
+    assert t.upper(0.8) == math.inf  # futility can never fire on one task
+    assert t.n == len(deltas)
+
+
+def test_zero_spread_decides_by_the_sign_of_the_mean() -> None:
+    up = paired_test([0.25] * 5, alpha=0.05)
+    assert (up.p_value, up.ci_low, up.ci_high) == (0.0, 0.25, 0.25)
+    assert up.passed
+    flat = paired_test([0.0] * 5, alpha=0.05)
+    assert flat.p_value == 1.0  # no change is not an improvement
+    assert not flat.passed
+    assert flat.upper(0.8) == 0.0
+    at_threshold = paired_test([0.1] * 5, alpha=0.05, threshold=0.1)
+    assert at_threshold.p_value == 1.0
+    down = paired_test([-0.5] * 4, alpha=0.05)
+    assert down.p_value == 1.0
+
+
+def test_as_dict_names_the_journaled_fields() -> None:
+    d = paired_test([0.1, 0.2, 0.3], alpha=0.05).as_dict()
+    assert set(d) == {"effect", "ci_low", "ci_high", "p_value", "n_tasks", "alpha"}
+    assert d["n_tasks"] == 3
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_spent_alpha_sums_to_at_most_alpha(alpha: float) -> None:
+    levels = [spent_alpha(j, alpha) for j in range(1, 100_001)]
+    total = math.fsum(levels)
+    assert total <= alpha
+    assert total == pytest.approx(alpha, rel=1e-4)  # and nothing is wasted
+    assert levels[0] == pytest.approx(alpha * 6 / math.pi ** 2)
+    assert all(a > b for a, b in itertools.pairwise(levels))
+
+
+def test_spent_alpha_starts_at_one() -> None:
+    with pytest.raises(ValueError):
+        spent_alpha(0, 0.05)
+
+
+def test_mean_interval_matches_scipy() -> None:
+    values = [0.2, 0.5, 0.4, 0.9, 0.1, 0.6]
+    got = mean_interval(values, 0.95)
+    assert got is not None
+    low, high = st.t.interval(0.95, len(values) - 1, loc=sum(values) / len(values),
+                              scale=st.sem(values))
+    assert got.low == pytest.approx(low)
+    assert got.high == pytest.approx(high)
+    assert mean_interval([]) is None
+    one = mean_interval([0.3])
+    assert one is not None and (one.low, one.high) == (-math.inf, math.inf)
+    flat = mean_interval([0.5, 0.5])
+    assert flat is not None and (flat.low, flat.high) == (0.5, 0.5)
