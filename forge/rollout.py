@@ -447,8 +447,9 @@ def _attempt_metrics(output: RunOutput | None, duration: float) -> dict[str, flo
     metrics["input_tokens"] = float(output.usage.input_tokens)
     metrics["output_tokens"] = float(output.usage.output_tokens)
     metrics["tool_calls"] = float(len(output.tool_calls))
-    metrics.update(output.metrics)
-    return metrics
+    # The harness's own metrics come first so that forge's measurement of latency,
+    # which the gates compare across configs, cannot be overwritten by a report.
+    return {**output.metrics, **metrics}
 
 
 def _abandon(call: asyncio.Future[Any]) -> None:

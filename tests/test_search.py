@@ -545,8 +545,10 @@ def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
     total = stop["rollouts_total"]
     assert total <= budget + CHUNK
     last = candidates(outcome)[-1]
-    assert last["verdict"] == "skipped"
-    if total < budget:
+    if last["verdict"] != "skipped":
+        # The budget ran out with a decision, and the search stopped before the next step.
+        assert total >= budget
+    elif total < budget:
         # Stopped short: the next decision (a confirmation) would overshoot the budget
         # by more than a chunk, so it was not started.
         assert "budget spent: confirming needs" in last["why"]

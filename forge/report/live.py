@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -25,19 +26,23 @@ class SearchView:
     def __init__(self, console: Console) -> None:
         self.console = console
 
+    def _line(self, text: str) -> None:
+        # One decision per line, never folded: people grep these.
+        self.console.print(text, highlight=False, soft_wrap=True)
+
     def on_record(self, record: dict[str, Any]) -> None:
         kind = record.get("kind")
         if kind == "start":
-            self.console.print(f"[bold]start[/] dev {_f(record.get('dev_mean'), '.3f')} · "
+            self._line(f"[bold]start[/] dev {_f(record.get('dev_mean'), '.3f')} · "
                                f"val {_f(record.get('val_mean'), '.3f')} · "
                                f"config {record['fingerprint'][:12]}")
         elif kind == "candidate":
             self._candidate(record)
         elif kind == "stop":
-            self.console.print(f"[bold]stopped[/] after {record['step']} steps: "
+            self._line(f"[bold]stopped[/] after {record['step']} steps: "
                                f"{record['text']} · {record['rollouts_total']} rollouts")
         elif kind == "test":
-            self.console.print(f"[bold]test[/] {_f(record.get('start'), '.3f')} -> "
+            self._line(f"[bold]test[/] {_f(record.get('start'), '.3f')} -> "
                                f"{_f(record.get('final'), '.3f')}, Δ {_f(record.get('delta'))} "
                                f"(95% CI {_f(record.get('ci_low'))} .. "
                                f"{_f(record.get('ci_high'))})")
@@ -46,19 +51,19 @@ class SearchView:
         move = r["move"]
         verdict = r["verdict"]
         style = _VERDICT_STYLE.get(verdict, "")
-        head = (f"step {r['step']:>2} [{r['proposer']}] {move['target']}: {move['before']!r} -> "
-                f"{move['after']!r}  [{style}]{verdict.upper()}[/]")
+        what = escape(f"[{r['proposer']}] {move['target']}: {move['before']!r} -> "
+                      f"{move['after']!r}")
+        head = f"step {r['step']:>2} {what}  [{style}]{verdict.upper()}[/]"
         spent = r.get("rollouts")
         if spent is not None:
             head += f"  ({spent} rollouts, {r.get('saved_by_racing', 0)} saved by racing, " \
                     f"total {r.get('rollouts_total')})"
-        self.console.print(head, highlight=False, soft_wrap=True)
+        self._line(head)
         for gate in r.get("gates", []):
             mark = "[green]✓[/]" if gate["passed"] else "[red]✗[/]"
-            self.console.print(f"        {mark} {gate['name']}: {gate['reason']}",
-                               highlight=False, soft_wrap=True)
+            self._line(f"        {mark} {escape(gate['name'])}: {escape(gate['reason'])}")
         if r.get("why"):
-            self.console.print(f"        · {r['why']}", highlight=False, soft_wrap=True)
+            self._line(f"        · {escape(r['why'])}")
 
     def summary(self, outcome: SearchOutcome) -> None:
         table = Table(title=f"search {outcome.run_id} · {outcome.stop_reason} · "
@@ -76,9 +81,9 @@ class SearchView:
         if outcome.promotions:
             chain = ", ".join(f"{p['target']} {p['before']!r}->{p['after']!r}"
                               for p in outcome.promotions)
-            self.console.print(f"promoted: {chain}")
+            self._line(f"promoted: {chain}")
         else:
-            self.console.print("promoted: nothing (the start config stands)")
+            self._line("promoted: nothing (the start config stands)")
         changed = {k: v for k, v in outcome.final_config.items()
                    if outcome.start_config.get(k) != v}
-        self.console.print(f"final config: {changed or 'unchanged'}")
+        self._line(f"final config: {changed or 'unchanged'}")

@@ -25,8 +25,14 @@ ALGORITHMS = ("walksat_skc", "probsat", "novelty")
 def bench_module(name: str) -> ModuleType:
     """A module of the bench's folder, imported as forge imports its harness."""
     folder = str(BENCH)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    while folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    loaded = sys.modules.get(name)
+    # Another bench's module of the same name (every bench has a `harness`) may be
+    # loaded already: drop it so this bench's own is imported.
+    if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(folder):
+        del sys.modules[name]
     return importlib.import_module(name)
 
 
