@@ -29,6 +29,7 @@ from forge.proposers import Proposal, Proposer
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
 from forge.rollout import RolloutEngine, derive_seed
+from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
 from forge.scorers import Score, Scorer
 from forge.search import Search, SearchOptions, SearchOutcome
 from forge.spec import Spec
@@ -66,6 +67,10 @@ __all__ = [
     "ResultFileError",
     "RolloutEngine",
     "RunOutput",
+    "RuntimeDecision",
+    "RuntimeJournal",
+    "RuntimeMutator",
+    "RuntimeRun",
     "Score",
     "Scorer",
     "Search",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,6 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 
 from forge.bench import BenchFile, load_bench
 from forge.compare import diff_results
@@ -26,6 +29,7 @@ from forge.evaluate import DEFAULT_SEED, evaluate
 from forge.registry import Registry, load_config, load_registry, parse_assignment
 from forge.report import diff_table, registry_table, summary_table, task_table
 from forge.results import AttemptResult, EvalResult, load_result, save_result
+from forge.runtime import RuntimeReport, runtime_first_moves, summarize_runtime_journal
 
 __all__ = ["app", "main"]
 
@@ -34,6 +38,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "time, and prove it before it ships.")
 registry_app = typer.Typer(no_args_is_help=True, help="Inspect setting registries.")
 app.add_typer(registry_app, name="registry")
+runtime_app = typer.Typer(no_args_is_help=True, help="Read the runtime mutator's journal.")
+app.add_typer(runtime_app, name="runtime")
 
 _out = Console()
 _err = Console(stderr=True)
@@ -133,6 +139,9 @@ def search_command(
     run_id: Annotated[str | None, typer.Option("--run-id")] = None,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID")] = None,
     journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
+    from_runtime: Annotated[Path | None, typer.Option(
+        "--from-runtime", metavar="JOURNAL",
+        help="try first the moves the runtime mutator proposed most often")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
@@ -146,16 +155,27 @@ def search_command(
         raise UserError(f"--proposer {proposer!r}: expected one of {', '.join(PROPOSERS.names())}")
     view = SearchView(_err if as_json else _out)
     if resume is not None:
+        if from_runtime is not None:
+            raise UserError("--from-runtime: a resumed run keeps the first moves it started "
+                            "with; not with --resume")
         outcome = resume_search(resume, journals=journals, on_record=view.on_record)
     else:
         if bench_path is None:
             raise UserError("search: give a BENCH, or --resume RUN_ID")
         bench = load_bench(bench_path)
         start = load_config(config_file, bench.registry) if config_file else None
+        first = None
+        if from_runtime is not None:
+            first = runtime_first_moves(from_runtime, bench.registry, start or bench.defaults)
+            (_err if as_json else _out).print(
+                f"runtime journal {from_runtime}: {len(first)} move(s) first in the queue"
+                + (": " + ", ".join(str(m) for m in first) if first else ""),
+                highlight=False, markup=False, soft_wrap=True)
         outcome = launch_search(bench_path, start=start, max_steps=max_steps, patience=patience,
                                 budget_rollouts=budget_rollouts, k=k, seed=seed,
                                 proposer=proposer, candidates_per_step=candidates,
-                                run_id=run_id, journals=journals, on_record=view.on_record)
+                                run_id=run_id, journals=journals, first_moves=first,
+                                on_record=view.on_record)
     if as_json:
         _print_json(outcome.as_json())
     else:
@@ -209,6 +229,48 @@ def registry_show(
                    f"max {rt.max_moves_per_run} moves per run")
         for rule in rt.rules:
             _out.print(f"  on {rule.on}: {rule.target} {rule.direction}")
+
+
+@runtime_app.command("report")
+def runtime_report(
+    journal: Annotated[Path, typer.Argument(metavar="JOURNAL", help="runtime journal (JSONL)")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """How often each runtime rule fired: observed, applied, refused, and its moves."""
+    report = summarize_runtime_journal(journal)
+    if as_json:
+        _print_json(report.as_json())
+        return
+    _out.print(_runtime_table(report))
+    modes = ", ".join(f"{m} {n}" for m, n in report.modes.items()) or "none ended"
+    registries = ", ".join(f"{n} ({d[:12]})" for d, n in report.registries.items()) or "—"
+    _out.print(f"{report.records} records, {report.runs} runs ({modes}), "
+               f"{report.runs_with_moves} with moves; registry {registries}",
+               highlight=False, markup=False, soft_wrap=True)
+    if report.restore_failures:
+        _out.print(f"[red]{report.restore_failures} run(s) did not restore their config[/red]")
+
+
+def _runtime_table(report: RuntimeReport) -> Table:
+    """One row per (signal, rule): counts, refusal reasons, and the most frequent moves."""
+    def moves(counter: Counter[tuple[str, Any, Any]], mark: str = "") -> list[str]:
+        return [f"{mark}{t} {b!r}→{a!r} ×{n}" for (t, b, a), n in counter.most_common(3)]
+
+    table = Table(title=f"runtime journal {escape(report.path)}", title_justify="left")
+    table.add_column("signal → rule")
+    for name in ("fired", "observed", "applied", "refused"):
+        table.add_column(name, justify="right")
+    table.add_column("refused because")
+    table.add_column("moves (made or would-be; ✗ refused)")
+    for row in report.rows:
+        if row.target is None:
+            table.add_row(f"{row.signal} → no rule", f"{row.no_rule}", "", "", "", "", "")
+            continue
+        table.add_row(f"{row.signal} → {row.target} {row.direction}", str(row.fired),
+                      str(row.observed), str(row.applied), str(row.refused),
+                      "\n".join(f"{r} ×{n}" for r, n in row.reasons.most_common()),
+                      "\n".join(moves(row.moves) + moves(row.refused_moves, "✗ ")))
+    return table
 
 
 @app.command("schema")

@@ -124,7 +124,8 @@ class _Counter:
 
 def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
            k: int, alpha: float, min_effect: float, chunks: int = 4, max_blocks: int = 2,
-           futility_level: float = 0.8, budget_left: int | None = None) -> ScreenOutcome:
+           futility_level: float = 0.5, close_factor: float = 2.0,
+           budget_left: int | None = None) -> ScreenOutcome:
     """Race ``candidate`` against ``incumbent`` on the dev screening seeds.
 
     Screening only picks what to confirm; the confirmation on fresh seeds carries the
@@ -170,7 +171,7 @@ def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequ
                 and test.upper(futility_level) <= min_effect):
             return outcome("futile")
     # Close to the line: more attempts on the same tasks, then decide.
-    while blocks < max_blocks and alpha <= test.p_value < 3 * alpha:
+    while blocks < max_blocks and alpha <= test.p_value < close_factor * alpha:
         extra = range(blocks * k, (blocks + 1) * k)
         if not block_fits(extra):
             return outcome("budget")

@@ -52,7 +52,10 @@ class SearchOptions:
     candidates_per_step: int = 4
     chunks: int = 4
     max_blocks: int = 2
-    futility_level: float = 0.8
+    # Measured in benchmarks/gates.py: futility at the point estimate (0.5) and a
+    # narrow 'close' window cut rollouts per decision by about a third at no
+    # measurable cost in power; screening carries no error guarantee to protect.
+    futility_level: float = 0.5
     run_test: bool = True
 
     def journal_form(self) -> dict[str, Any]:

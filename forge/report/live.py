@@ -40,7 +40,8 @@ class SearchView:
             self._candidate(record)
         elif kind == "stop":
             self._line(f"[bold]stopped[/] after {record['step']} steps: "
-                               f"{record['text']} · {record['rollouts_total']} rollouts")
+                       f"{record['text']} · {record['rollouts_total']} rollouts before "
+                       "the test split")
         elif kind == "test":
             self._line(f"[bold]test[/] {_f(record.get('start'), '.3f')} -> "
                                f"{_f(record.get('final'), '.3f')}, Δ {_f(record.get('delta'))} "

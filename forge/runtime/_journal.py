@@ -1,0 +1,189 @@
+"""The runtime journal: one JSON object per line, appended and flushed per record.
+
+Two kinds of record, both tagged with the run, the mode and the registry (name and
+digest, so that a journal written for another registry is recognised and refused
+by ``forge search --from-runtime``):
+
+- ``signal``: a failure signal and what the mutator made of it: the rule that
+  matched, the move it proposed (``{target, before, after}`` or null), the outcome
+  (``observed`` / ``applied`` / ``refused`` / ``no_rule``), the inverse of a move
+  that was (or, in observe mode, would have been) made, and a refusal's reason;
+- ``end``: a run finished: counts per outcome, the inverses applied at the end (in
+  the order they were applied; to the virtual copy in observe mode) and whether the
+  config came back equal to the original.
+
+Appends are one ``write()`` of a whole line on a descriptor opened with
+``O_APPEND``, under a lock, then ``fsync`` (unless turned off): a record is on disk
+before :meth:`RuntimeJournal.write` returns, and a kill mid-write can only leave a
+torn *last* line, which readers skip and the next writer cuts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from forge.errors import InputFileError
+from forge.moves import Move
+from forge.registry import RuntimeRule
+from forge.store import truncate_torn_tail
+
+__all__ = [
+    "RUNTIME_FORMAT_VERSION",
+    "RuntimeEndRecord",
+    "RuntimeJournal",
+    "RuntimeJournalError",
+    "RuntimeRecord",
+    "RuntimeSignalRecord",
+    "read_runtime_journal",
+]
+
+log = logging.getLogger(__name__)
+
+RUNTIME_FORMAT_VERSION: Literal[1] = 1
+
+Outcome = Literal["observed", "applied", "refused", "no_rule"]
+
+
+class RuntimeJournalError(InputFileError):
+    """A runtime journal that cannot be read: missing, damaged, another format or registry."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    format_version: Literal[1] = RUNTIME_FORMAT_VERSION
+    at: datetime
+    run_id: str
+    mode: Literal["observe", "act"]
+    registry: str
+    registry_digest: str
+
+
+class RuntimeSignalRecord(_Record):
+    """One failure signal and the mutator's answer to it."""
+
+    kind: Literal["signal"] = "signal"
+    signal: str
+    rule: RuntimeRule | None = None
+    move: Move | None = None
+    outcome: Outcome
+    inverse: Move | None = None
+    reason: str | None = None
+
+
+class RuntimeEndRecord(_Record):
+    """The end of a run: what happened in it and how the config was restored."""
+
+    kind: Literal["end"] = "end"
+    counts: dict[str, int]
+    restored: list[Move] = Field(default_factory=list)
+    restored_ok: bool
+    error: str | None = None
+
+
+RuntimeRecord = Annotated[RuntimeSignalRecord | RuntimeEndRecord, Field(discriminator="kind")]
+_RECORD: TypeAdapter[RuntimeSignalRecord | RuntimeEndRecord] = TypeAdapter(RuntimeRecord)
+
+
+class RuntimeJournal:
+    """Append-only JSONL writer, safe to share between threads (and tasks) of a process.
+
+    The file is opened (and its parent folder made) at the first record, so a
+    mutator that never writes leaves no file behind. ``fsync=False`` keeps the
+    per-record flush to the OS (a killed process loses nothing) but not the sync to
+    the disk (a power cut may).
+    """
+
+    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def write(self, record: RuntimeSignalRecord | RuntimeEndRecord) -> None:
+        """Append ``record`` as one line; it is flushed (and synced) when this returns."""
+        data = (record.model_dump_json() + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # A line torn by an earlier kill would glue onto ours and turn a
+                # tolerated torn tail into damage in the middle of the file.
+                truncate_torn_tail(self.path)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            view = memoryview(data)
+            while view:  # one write in practice; the loop only guards a short write
+                view = view[os.write(self._fd, view):]
+            if self.fsync:
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> RuntimeJournal:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def read_runtime_journal(path: str | Path) -> list[tuple[int, RuntimeSignalRecord
+                                                     | RuntimeEndRecord]]:
+    """``(line number, record)`` for every record of a runtime journal, in file order.
+
+    An unterminated last line that is not valid JSON was torn by a kill mid-write
+    and is skipped with a warning; any other bad line (malformed JSON, not an object,
+    another ``format_version``, a record that does not validate) raises
+    :class:`RuntimeJournalError` naming the file and line.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise RuntimeJournalError("file not found", file=p) from None
+    except IsADirectoryError:
+        raise RuntimeJournalError("is a folder; expected a runtime journal (JSONL)",
+                                  file=p) from None
+    except OSError as exc:
+        raise RuntimeJournalError(f"cannot read: {exc.strerror or exc}", file=p) from None
+    lines = data.split(b"\n")
+    out: list[tuple[int, RuntimeSignalRecord | RuntimeEndRecord]] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if number == len(lines):  # no newline after it: a write cut short
+                log.warning("%s:%d: ignoring a torn last line", p, number)
+                break
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            raise RuntimeJournalError(f"malformed JSON: {msg}", file=p, line=number) from None
+        if not isinstance(value, dict):
+            raise RuntimeJournalError("expected a JSON object (a runtime journal record)",
+                                      file=p, line=number)
+        version = value.get("format_version")
+        if version != RUNTIME_FORMAT_VERSION or isinstance(version, bool):
+            raise RuntimeJournalError(
+                f"format_version {version!r} is not readable by this forge, which reads "
+                f"{RUNTIME_FORMAT_VERSION} (is this a runtime journal?)",
+                file=p, line=number, field="format_version")
+        try:
+            out.append((number, _RECORD.validate_python(value)))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"][1:]) or None
+            raise RuntimeJournalError(f"not a runtime journal record: {first['msg']}",
+                                      file=p, line=number, field=where) from None
+    return out
