@@ -8,11 +8,14 @@ The tree::
     │   │   ├── RegistryError       a registry file or a setting declaration
     │   │   ├── ConfigError         a config that its registry refuses
     │   │   ├── BenchError          a bench file, a split, a harness or scorer spec
-    │   │   └── ResultFileError     a saved result of another format or a damaged one
+    │   │   ├── ResultFileError     a saved result of another format or a damaged one
+    │   │   ├── JournalError        a search run folder or journal that cannot be used
+    │   │   └── RuntimeJournalError a runtime mutator journal that cannot be read
     │   ├── IncomparableError       two results whose environments differ
     │   └── MoveError               an illegal move
     │       └── StaleMoveError      a move whose ``before`` is not the config's value
-    └── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
+    ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
+    └── RuntimeMutatorError         a run's config did not come back equal to its original
 
 What is *not* here: a harness that raises, hangs or returns garbage. Those are
 rollout failures, recorded on the attempt as data (``AttemptResult.stop_reason``
@@ -30,9 +33,12 @@ __all__ = [
     "ForgeError",
     "IncomparableError",
     "InputFileError",
+    "JournalError",
     "MoveError",
     "RegistryError",
     "ResultFileError",
+    "RuntimeJournalError",
+    "RuntimeMutatorError",
     "StaleMoveError",
     "UserError",
 ]
@@ -90,6 +96,14 @@ class ResultFileError(InputFileError):
     """A saved result cannot be loaded: another format version, damaged, or not a result."""
 
 
+class JournalError(InputFileError):
+    """A run folder or journal that cannot be used (missing, damaged, other version)."""
+
+
+class RuntimeJournalError(InputFileError):
+    """A runtime journal that cannot be read: missing, damaged, another format or registry."""
+
+
 class IncomparableError(UserError):
     """Two results were produced in different environments and cannot be compared."""
 
@@ -100,6 +114,10 @@ class MoveError(UserError):
 
 class StaleMoveError(MoveError):
     """A move's ``before`` is not the config's current value: it was made for another config."""
+
+
+class RuntimeMutatorError(ForgeError):
+    """A run's config did not come back equal to its original (a broken invariant)."""
 
 
 class EvaluationInterrupted(ForgeError):

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge._files import atomic_write_text
-from forge.errors import InputFileError, UserError
+from forge.errors import JournalError, UserError
 from forge.store import iter_jsonl_tolerant, truncate_torn_tail
 
 __all__ = [
@@ -37,10 +37,6 @@ __all__ = [
 
 JOURNAL_FORMAT_VERSION = 1
 _VOLATILE = {"at", "elapsed_s"}  # differ between a run and its replay
-
-
-class JournalError(InputFileError):
-    """A run folder or journal that cannot be used (missing, damaged, other version)."""
 
 
 class RunInfo(BaseModel):

@@ -17,6 +17,14 @@ One attempt, driven by its settings:
 6. **retry** up to ``max_iterations``; when they run out (or nothing relevant is
    left), the ticket is escalated to a human, which works but is expensive.
 
+Failure signals go to ``on_signal`` where they happen (the harness hands it to
+forge's runtime mutator). The loop reads its settings from ``config`` at the point
+of use, so a move the mutator applies in act mode takes effect within the attempt:
+``iteration_cap_hit`` is raised when the cap is reached, before escalating, and a
+raised cap lets the loop go on; ``no_tool_found`` is raised before giving up, and a
+wider search is tried once more. With a hook that changes nothing (off, observe),
+every decision and draw is the same as without one.
+
 Every model call is priced by its tokens (a wider search puts more tool descriptions
 into the prompt) and timed; randomness comes only from ``seed``, through one RNG per
 decision kind and iteration, so two configs run on the same seed share every draw
@@ -26,9 +34,11 @@ they have in common (paired comparisons stay sharp).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import random
 import sqlite3
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +72,17 @@ class Trace:
     output_tokens: int = 0
     iterations: int = 0
     escalated: bool = False
+    #: called on every occurrence of a signal; a returned text is added to ``steps``
+    on_signal: Callable[[str], str | None] | None = field(default=None, repr=False,
+                                                           compare=False)
 
     def signal(self, name: str) -> None:
-        if name not in self.signals:
+        if name not in self.signals:  # reported once per attempt
             self.signals.append(name)
+        if self.on_signal is not None:  # answered each time it happens
+            note = self.on_signal(name)
+            if note:
+                self.steps.append(note)
 
     def model_call(self, tokens_in: int, tokens_out: int, ms: float) -> None:
         self.input_tokens += tokens_in
@@ -105,7 +122,7 @@ def _owned(con: sqlite3.Connection, name: str, value: Any, customer_id: int) -> 
     return True
 
 
-def _choose_args(tool: str, found: dict[str, Candidates], config: dict[str, Any],
+def _choose_args(tool: str, found: dict[str, Candidates], config: Mapping[str, Any],
                  con: sqlite3.Connection, customer_id: int, rng: random.Random,
                  trace: Trace) -> tuple[dict[str, Any], bool] | None:
     """One value per argument: sampled, or (``validate_args``) the best one that checks out.
@@ -140,7 +157,7 @@ def _choose_args(tool: str, found: dict[str, Candidates], config: dict[str, Any]
     return args, off_best
 
 
-def _verify(text: str, tool: str, config: dict[str, Any], seed: int, it: int, trace: Trace,
+def _verify(text: str, tool: str, config: Mapping[str, Any], seed: int, it: int, trace: Trace,
             *, result_ok: bool, off_best: bool) -> bool:
     """The judge against the threshold.
 
@@ -180,7 +197,7 @@ def _execute(con: sqlite3.Connection, tool: str, args: dict[str, Any], trace: Tr
     return True
 
 
-def _pool(ticket: str, config: dict[str, Any], it: int,
+def _pool(ticket: str, config: Mapping[str, Any], it: int,
           rejected: set[str]) -> list[tuple[str, float]]:
     """The planner's options: the ``search_width`` best tools not yet tried, each scored
     by retrieval (normalised to the best) and by how well the planner reads its cues.
@@ -197,7 +214,7 @@ def _pool(ticket: str, config: dict[str, Any], it: int,
             for n, s in ranking]
 
 
-def _routed(config: dict[str, Any], ticket: str, customer_id: int, seed: int,
+def _routed(config: Mapping[str, Any], ticket: str, customer_id: int, seed: int,
             con: sqlite3.Connection, trace: Trace) -> str | None:
     """The keyword router's shortcut: straight to a tool, no planner and no judge.
 
@@ -218,10 +235,19 @@ def _routed(config: dict[str, Any], ticket: str, customer_id: int, seed: int,
     return tool
 
 
-def run_agent(config: dict[str, Any], ticket: str, customer_id: int, seed: int,
-              con: sqlite3.Connection) -> Trace:
-    """One attempt at ``ticket`` on the private database ``con``."""
-    trace = Trace()
+def _relevant(pool: list[tuple[str, float]]) -> bool:
+    return bool(pool) and max(s for _, s in pool) > 0
+
+
+def run_agent(config: Mapping[str, Any], ticket: str, customer_id: int, seed: int,
+              con: sqlite3.Connection,
+              on_signal: Callable[[str], str | None] | None = None) -> Trace:
+    """One attempt at ``ticket`` on the private database ``con``.
+
+    ``config`` is read where each setting is used, never copied: in act mode the
+    runtime mutator changes it (through ``on_signal``) during the attempt.
+    """
+    trace = Trace(on_signal=on_signal)
     rejected: set[str] = set()
     if config["keyword_router"]:
         tool = _routed(config, ticket, customer_id, seed, con, trace)
@@ -229,13 +255,22 @@ def run_agent(config: dict[str, Any], ticket: str, customer_id: int, seed: int,
             return trace
         if tool is not None:
             rejected.add(tool)
-    prompt = 180 + int(1.3 * len(ticket.split())) + 60 * config["search_width"]
-    for it in range(config["max_iterations"]):
+    for it in itertools.count():
+        if it >= config["max_iterations"]:
+            trace.signal("iteration_cap_hit")  # a runtime move may raise the cap
+            if it >= config["max_iterations"]:
+                break
         trace.iterations = it + 1
         left = _pool(ticket, config, it, rejected)
-        if not left or max(s for _, s in left) <= 0:
+        if not _relevant(left):
+            width = config["search_width"]
             trace.signal("no_tool_found")  # nothing in the catalogue looks relevant
-            break
+            if config["search_width"] == width:
+                break
+            left = _pool(ticket, config, it, rejected)  # a runtime move widened the search
+            if not _relevant(left):
+                break
+        prompt = 180 + int(1.3 * len(ticket.split())) + 60 * config["search_width"]
         trace.model_call(prompt, 40, 400.0)  # the planner picks a tool and its arguments
         pick = _sample(left, config["temperature"], _rng(seed, "tool", it))
         tool = left[pick][0]
@@ -266,8 +301,6 @@ def run_agent(config: dict[str, Any], ticket: str, customer_id: int, seed: int,
                 trace.steps.append(f"{tool}: accepted")
                 return trace
             trace.answer = None
-    else:
-        trace.signal("iteration_cap_hit")
     _execute(con, "escalate_to_human", {"customer_id": customer_id, "reason": "unresolved"},
              trace)
     trace.escalated = True

@@ -31,7 +31,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from forge.errors import InputFileError
+from forge.errors import RuntimeJournalError
 from forge.moves import Move
 from forge.registry import RuntimeRule
 from forge.store import truncate_torn_tail
@@ -51,10 +51,6 @@ log = logging.getLogger(__name__)
 RUNTIME_FORMAT_VERSION: Literal[1] = 1
 
 Outcome = Literal["observed", "applied", "refused", "no_rule"]
-
-
-class RuntimeJournalError(InputFileError):
-    """A runtime journal that cannot be read: missing, damaged, another format or registry."""
 
 
 class _Record(BaseModel):

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, cast, get_args
 
-from forge.errors import ForgeError, UserError
+from forge.errors import RuntimeMutatorError, UserError
 from forge.moves import Move
 from forge.registry import (
     BoolSetting,
@@ -88,10 +88,6 @@ OUT_OF_BOUNDS = "would leave bounds"
 ALREADY = "already at that choice"
 UNDO = "would undo an earlier move"
 CAP_REACHED = "cap reached"
-
-
-class RuntimeMutatorError(ForgeError):
-    """A run's config did not come back equal to its original (a broken invariant)."""
 
 
 @dataclass(frozen=True, slots=True)
