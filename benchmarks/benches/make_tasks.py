@@ -1,0 +1,42 @@
+"""Writes the task splits of the gate benches (deterministic; the output is committed).
+
+    python benchmarks/benches/make_tasks.py
+
+Each task carries its own success probability ``input["p"]`` (uniform in 0.2..0.9,
+rounded to 3 decimals). Ids and inputs are unique across the three splits (the
+input holds the task's name). Both benches get the same tasks, so their results
+differ only by the ``boost`` setting.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SIZES = {"dev": 100, "val": 100, "test": 100}
+
+
+def tasks(split: str, n: int) -> list[dict[str, object]]:
+    rng = random.Random(f"forge-gates-{split}")
+    out = []
+    for i in range(n):
+        p = round(rng.uniform(0.2, 0.9), 3)
+        out.append({"id": f"{split}-{i:03d}", "input": {"name": f"{split}-{i:03d}", "p": p},
+                    "expected": "pass", "tags": [], "metadata": {}})
+    return out
+
+
+def main() -> None:
+    for bench in ("noeffect", "effect"):
+        folder = HERE / bench / "tasks"
+        folder.mkdir(parents=True, exist_ok=True)
+        for split, n in SIZES.items():
+            lines = [json.dumps(t, sort_keys=True) for t in tasks(split, n)]
+            (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    print("wrote", ", ".join(f"{b}/tasks/*.jsonl" for b in ("noeffect", "effect")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,628 @@
+"""Benchmark of forge's promotion gates: false promotions, power, and rollouts spent.
+
+    python benchmarks/gates.py              # 100 seeds per bench and method; writes
+                                            # benchmarks/results/gates.json and gates.md
+    python benchmarks/gates.py --quick      # 20 seeds, prints the table only
+    python benchmarks/gates.py --seeds 50 --workers 2 --keep-journals /tmp/gj
+    python benchmarks/gates.py --methods forge-noblocks,forge-lean --tag variants
+    python benchmarks/gates.py --rerender benchmarks/results/gates.json   # table only
+
+Two benches (``benchmarks/benches/``), 100 dev / 100 val / 100 test tasks, k 5,
+default gates (alpha 0.05, min_effect 0, val_margin 0.02), max_steps 30,
+patience 5, a 20000-rollout budget, no task floors:
+
+- ``noeffect``: five settings (int, float, log int, enum, bool; nine neighbours)
+  that change the harness's outcomes (its randomness is seeded by the attempt seed
+  *and* the config) but not their probability of success. Any promotion is false.
+- ``effect``: the same plus ``boost`` (bool, default false), which adds +0.10 to
+  every task's success probability. Power = the final config has boost=true.
+
+Three methods, each on the same benches and seeds:
+
+- ``forge``: ``launch_search`` with its defaults (proposer auto, racing on: four
+  chunks with futility stopping at 0.8, up to two blocks of attempts for close calls).
+- ``forge-noracing``: the same search built through ``forge.search.Search`` with
+  ``chunks=1, max_blocks=1`` (every candidate screened on all dev tasks with k
+  attempts; futility is only checked between chunks, so it never triggers). The
+  test split is not run (it decides nothing).
+- ``forge-noblocks`` / ``forge-lean`` (only with ``--methods``): racing with
+  futility stops but no extra blocks (``max_blocks=1``), and the same with
+  ``futility_level=0.5``; candidate fixes for racing's cost (results/gates-variants.md).
+- ``naive``: the rule forge replaces (SelfForge), implemented here. Each step the
+  same proposer (auto) offers up to four untried neighbours; each is evaluated once
+  on dev with k attempts per task on the same seeds as forge's screening; it
+  qualifies if its dev mean exceeds the incumbent's by more than 1e-9 and its val
+  mean (k attempts, the same val seeds) is not below the incumbent's; the
+  qualifying candidate with the highest dev mean is promoted. Same max_steps,
+  patience, budget and local-optimum stop as forge.
+
+Reported per method and bench: the fraction of searches promoting anything on
+``noeffect`` (false-promotion rate, target <= 5%) with a 95% Wilson interval; on
+``effect`` the fraction whose final config has boost=true (power, target >= 80%)
+and the fraction promoting any neutral move; rollouts per search (up to the stop
+record, so the final test evaluation is left out) and per candidate decision
+(forge: candidate records' ``rollouts`` field; naive: attempts run for the candidate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCHES = {"noeffect": HERE / "benches" / "noeffect", "effect": HERE / "benches" / "effect"}
+METHODS = ("forge", "forge-noracing", "naive")
+# Screening variants of forge, built through forge.search.Search: SearchOptions fields
+# changed from launch_search's defaults (chunks 4, max_blocks 2, futility_level 0.5).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "forge-noracing": {"chunks": 1, "max_blocks": 1},  # every candidate on all dev tasks
+    "forge-noblocks": {"max_blocks": 1},  # futility stops, no extra blocks
+    "forge-lean": {"max_blocks": 1, "futility_level": 0.5},  # and a stricter futility
+}
+ALL_METHODS = ("forge", *VARIANTS, "naive")
+TARGET = "boost"
+IMPROVED = 1e-9  # the naive rule's "improved"
+
+
+# -- one search per method ------------------------------------------------------------------
+
+
+def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    stop = next(r for r in records if r.get("kind") == "stop")
+    candidates = [r for r in records if r.get("kind") == "candidate" and "rollouts" in r]
+    confirmed = [r for r in candidates if "confirm" in (r.get("dev") or {})]
+    screen_status = Counter((r.get("dev") or {}).get("screen", {}).get("status", "none")
+                            for r in candidates)
+    detail = []
+    for r in confirmed:
+        conf = r["dev"]["confirm"]
+        scr = r["dev"]["screen"]
+        detail.append({
+            "step": r["step"], "target": r["move"]["target"], "after": r["move"]["after"],
+            "verdict": r["verdict"], "screen_p": scr.get("p_value"),
+            "screen_effect": scr.get("effect"), "confirm_p": conf.get("p_value"),
+            "confirm_effect": conf.get("effect"), "level": conf.get("level"),
+            "index": conf.get("index"),
+            "val_low": (r.get("val") or {}).get("ci_low"),
+            "failed": [g["name"] for g in r.get("gates", []) if not g["passed"]]})
+    boost_records = [{"step": r["step"], "before": r["move"]["before"],
+                      "after": r["move"]["after"], "verdict": r["verdict"],
+                      "screen": (r.get("dev") or {}).get("screen", {}).get("status"),
+                      "screen_p": (r.get("dev") or {}).get("screen", {}).get("p_value"),
+                      "why": r.get("why") or "; ".join(
+                          g["reason"] for g in r.get("gates", []) if not g["passed"])}
+                     for r in candidates if r["move"]["target"] == TARGET]
+    promoted_at = [p["step"] for p in outcome.promotions]
+    trace = [{"segment": sum(1 for st in promoted_at if st < r["step"]),
+              "target": r["move"]["target"], "after": r["move"]["after"],
+              "verdict": r["verdict"],
+              "status": (r.get("dev") or {}).get("screen", {}).get("status"),
+              "screen_effect": (r.get("dev") or {}).get("screen", {}).get("effect"),
+              "blocks": r.get("blocks"), "rollouts": r["rollouts"],
+              "saved": r.get("saved_by_racing", 0),
+              "val_ran": r.get("val") is not None,
+              "val_passed": any(g["name"] == "val" and g["passed"] for g in r.get("gates", [])),
+              "dev_passed": any(g["name"] == "dev" and g["passed"] for g in r.get("gates", []))}
+             for r in candidates]
+    return {
+        "promotions": outcome.promotions, "final_config": outcome.final_config,
+        "stop_reason": outcome.stop_reason, "steps": outcome.steps,
+        "dev_delta": outcome.dev.get("delta"), "val_delta": outcome.val.get("delta"),
+        "test_delta": outcome.test.get("delta") if outcome.test else None,
+        "candidates": trace,
+        "rollouts_search": stop["rollouts_total"],
+        "decisions": len(candidates),
+        "decision_rollouts": sum(r["rollouts"] for r in candidates),
+        "saved_by_racing": sum(r.get("saved_by_racing", 0) for r in candidates),
+        "screen_status": dict(screen_status), "confirmations": detail,
+        "boost_records": boost_records,
+    }
+
+
+def run_forge(bench_name: str, seed: int, *, method: str, keep: Path | None) -> dict[str, Any]:
+    from forge.launch import launch_search
+
+    run_id = f"{method}-{bench_name}-s{seed}"
+    with tempfile.TemporaryDirectory(prefix="forge-gates-") as tmp:
+        journals = Path(tmp)
+        t0 = time.perf_counter()
+        if method == "forge":
+            outcome = launch_search(BENCHES[bench_name], seed=seed, journals=journals,
+                                    run_id=run_id, proposer="auto")
+        else:
+            outcome = _search_variant(BENCHES[bench_name], seed, journals, run_id,
+                                      VARIANTS[method])
+        wall = time.perf_counter() - t0
+        summary = _summarise_forge(outcome, outcome.records)
+        if keep is not None:
+            dest = keep / run_id
+            dest.mkdir(parents=True, exist_ok=True)
+            for name in ("run.json", "journal.jsonl"):
+                if (journals / run_id / name).exists():
+                    shutil.copy2(journals / run_id / name, dest / name)
+    return {"method": method, "bench": bench_name, "seed": seed, "wall_s": wall, **summary}
+
+
+def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
+                    changes: dict[str, Any]) -> Any:
+    """``launch_search``'s defaults with screening options changed (test split not run)."""
+    from forge.bench import load_bench
+    from forge.journal import RunInfo, write_run
+    from forge.proposers import build_proposer
+    from forge.search import Search, SearchOptions
+
+    bench = load_bench(bench_path)
+    s, r = bench.spec.search, bench.spec.rollouts
+    options = SearchOptions(max_steps=s.max_steps, patience=s.patience, budget=s.budget,
+                            k=r.k, seed=seed, concurrency=r.concurrency, timeout_s=r.timeout_s,
+                            candidates_per_step=4)
+    options = replace(options, run_test=False, **changes)
+    folder = journals / run_id
+    start = bench.defaults
+    write_run(folder, RunInfo(
+        run_id=run_id, bench=bench.name, bench_path=str(bench.path), bench_digest=bench.digest,
+        registry_digest=bench.registry.digest, seed=seed, start_config=start.values,
+        start_fingerprint=start.fingerprint,
+        options={**options.journal_form(), "proposer": "auto", "first_moves": [],
+                 "concurrency": options.concurrency},
+        created_at=datetime.now(UTC)))
+    proposer = build_proposer("auto", registry=bench.registry, run_dir=folder, seed=seed)
+    return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()
+
+
+def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
+    """The naive rule on the same bench, seeds, proposer, K and stop rules as forge."""
+    import random
+
+    from forge.bench import load_bench
+    from forge.harness import AttemptContext
+    from forge.harness._base import RunOutput
+    from forge.moves import apply_move, neighbourhood
+    from forge.proposers import EvaluatedConfig, Proposal, SearchView, build_proposer
+    from forge.rollout import derive_seed
+
+    t0 = time.perf_counter()
+    bench = load_bench(BENCHES[bench_name])
+    fn = bench.build_harness().sync_callable
+    assert fn is not None, "the gate benches have sync python harnesses"
+    scorer = bench.scorer
+    k = bench.spec.rollouts.k
+    s = bench.spec.search
+    budget = s.budget.rollouts
+    registry = bench.registry
+    proposer = build_proposer("auto", registry=registry, run_dir=None, seed=seed)
+    seeds = {split: {t.id: [derive_seed(seed, split, t.id, i) for i in range(k)]
+                     for t in bench.tasks(split)} for split in ("dev", "val")}
+    used = 0
+
+    def evaluate(values: dict[str, Any], split: str) -> float:
+        nonlocal used
+        means = []
+        for task in bench.tasks(split):
+            total = 0.0
+            for i, attempt_seed in enumerate(seeds[split][task.id]):
+                ctx = AttemptContext(seed=attempt_seed, attempt=i, split=split,
+                                     timeout_s=bench.spec.rollouts.timeout_s, deadline=0.0)
+                out = RunOutput.model_validate(fn(dict(values), task, ctx))
+                total += scorer.score(task, out).value  # type: ignore[union-attr]
+            means.append(total / k)
+            used += k
+        return sum(means) / len(means)
+
+    def rng(*parts: object) -> random.Random:
+        import hashlib
+        text = "\x1f".join(str(p) for p in (seed, *parts))
+        return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+    incumbent = bench.defaults
+    inc_dev = evaluate(incumbent.values, "dev")
+    inc_val = evaluate(incumbent.values, "val")
+    history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint, inc_dev,
+                               len(bench.tasks("dev")))]
+    proposer.observe(incumbent, inc_dev)
+    tried: set[tuple[str, str]] = set()
+    promotions: list[dict[str, Any]] = []
+    step = since = decisions = decision_rollouts = 0
+    while True:
+        if step >= s.max_steps:
+            stop = "max_steps"
+        elif since >= s.patience:
+            stop = "patience"
+        elif budget is not None and used >= budget:
+            stop = "budget_rollouts"
+        else:
+            stop = ""
+        untried = [m for m in neighbourhood(registry, incumbent)
+                   if (incumbent.fingerprint,
+                       apply_move(registry, incumbent, m).fingerprint) not in tried]
+        if not stop and not untried:
+            stop = "local_optimum"
+        if stop:
+            break
+        step += 1
+        view = SearchView(registry=registry, incumbent=incumbent, untried=untried,
+                          history=list(history), dev_attempts=[], step=step,
+                          rng=rng("propose", step))
+        proposals = proposer.propose(view, 4)
+        if not proposals:
+            rest = untried[:]
+            rng("fallback", step).shuffle(rest)
+            proposals = [Proposal(move=m, proposer="sweep", reason="fallback") for m in rest]
+        best: tuple[float, float, Any, Any] | None = None
+        for proposal in proposals[:4]:
+            if proposal.move not in untried:
+                continue
+            if budget is not None and used >= budget:
+                break
+            candidate = apply_move(registry, incumbent, proposal.move)
+            before = used
+            dev = evaluate(candidate.values, "dev")
+            history.append(EvaluatedConfig(candidate.values, candidate.fingerprint, dev,
+                                           len(bench.tasks("dev"))))
+            proposer.observe(candidate, dev)
+            tried.add((incumbent.fingerprint, candidate.fingerprint))
+            if dev > inc_dev + IMPROVED:
+                val = evaluate(candidate.values, "val")
+                if val >= inc_val and (best is None or dev > best[0]):
+                    best = (dev, val, proposal.move, candidate)
+            decisions += 1
+            decision_rollouts += used - before
+        if best is not None:
+            inc_dev, inc_val, move, incumbent = best
+            promotions.append({"step": step, "target": move.target, "before": move.before,
+                               "after": move.after})
+            since = 0
+        else:
+            since += 1
+    return {"method": "naive", "bench": bench_name, "seed": seed,
+            "wall_s": time.perf_counter() - t0, "promotions": promotions,
+            "final_config": incumbent.values, "stop_reason": stop, "steps": step,
+            "rollouts_search": used, "decisions": decisions,
+            "decision_rollouts": decision_rollouts, "saved_by_racing": 0,
+            "screen_status": {}, "confirmations": [], "boost_records": [], "candidates": [],
+            "dev_delta": None, "val_delta": None, "test_delta": None}
+
+
+def _job(args: tuple[str, str, int, str | None]) -> dict[str, Any]:
+    method, bench, seed, keep = args
+    import logging
+    logging.disable(logging.WARNING)
+    keep_path = Path(keep) if keep else None
+    if method == "naive":
+        return run_naive(bench, seed)
+    return run_forge(bench, seed, method=method, keep=keep_path)
+
+
+# -- statistics and the table ----------------------------------------------------------------
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _rate(runs: list[dict[str, Any]], pred: Any) -> dict[str, Any]:
+    hits = sum(1 for r in runs if pred(r))
+    low, high = wilson(hits, len(runs))
+    return {"hits": hits, "n": len(runs), "rate": hits / len(runs) if runs else None,
+            "ci95": [low, high]}
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for method in ALL_METHODS:
+        for bench in BENCHES:
+            rs = [r for r in runs if r["method"] == method and r["bench"] == bench]
+            if not rs:
+                continue
+            decisions = sum(r["decisions"] for r in rs)
+            row: dict[str, Any] = {
+                "searches": len(rs),
+                "promoted_any": _rate(rs, lambda r: bool(r["promotions"])),
+                "rollouts_per_search": statistics.fmean(r["rollouts_search"] for r in rs),
+                "rollouts_per_search_sd": statistics.pstdev(r["rollouts_search"] for r in rs),
+                "decisions_per_search": decisions / len(rs),
+                "rollouts_per_decision": (sum(r["decision_rollouts"] for r in rs) / decisions
+                                          if decisions else None),
+                "promotions_per_search": statistics.fmean(len(r["promotions"]) for r in rs),
+                "steps_per_search": statistics.fmean(r["steps"] for r in rs),
+                "stop_reasons": dict(Counter(r["stop_reason"] for r in rs)),
+                "wall_s_per_search": statistics.fmean(r["wall_s"] for r in rs),
+            }
+            if bench == "effect":
+                row["power"] = _rate(rs, lambda r: r["final_config"].get(TARGET) is True)
+                row["neutral_promoted"] = _rate(
+                    rs, lambda r: any(p["target"] != TARGET for p in r["promotions"]))
+            if method != "naive":
+                confs = [c for r in rs for c in r["confirmations"]]
+                row["confirmations_per_search"] = len(confs) / len(rs)
+                row["screen_status"] = dict(sum((Counter(r["screen_status"]) for r in rs),
+                                                Counter()))
+                row["saved_by_racing_per_search"] = statistics.fmean(
+                    r["saved_by_racing"] for r in rs)
+            out[f"{method}/{bench}"] = row
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def diagnostics(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where forge's rollouts go, and how the gates behave on neutral and real moves."""
+    out: dict[str, Any] = {}
+    for method in ALL_METHODS[:-1]:
+        for bench in BENCHES:
+            rs = [r for r in runs if r["method"] == method and r["bench"] == bench]
+            if not rs:
+                continue
+            cands = [c for r in rs for c in r["candidates"]]
+            neutral = [c for c in cands if c["target"] != TARGET]
+            # Screened on every dev task (not stopped for futility, which ends on a low mean).
+            full = [c for c in neutral if c["status"] in ("pass", "fail")]
+            first = [c for c in full if c["segment"] == 0]
+            later = [c for c in full if c["segment"] >= 1]
+            boost_up = [c for c in cands if c["target"] == TARGET and c["after"] is True
+                        and c["screen_effect"] is not None]
+            to_val = [c for c in neutral if c["val_ran"]]
+            boost_val = [c for c in boost_up if c["val_ran"]]
+            won = [r for r in rs if r["final_config"].get(TARGET) is True
+                   and len(r["promotions"]) == 1]
+            out[f"{method}/{bench}"] = {
+                "candidates": len(cands),
+                "screen_pass_rate_neutral": (sum(c["status"] == "pass" for c in neutral)
+                                             / len(neutral) if neutral else None),
+                "futile_stops": sum(c["status"] == "futile" for c in cands),
+                "extra_blocks": sum((c["blocks"] or 1) > 1 for c in cands),
+                "saved_by_racing": sum(c["saved"] for c in cands),
+                "neutral_reaching_val": len(to_val),
+                "neutral_val_pass_rate": (sum(c["val_passed"] for c in to_val) / len(to_val)
+                                          if to_val else None),
+                "boost_val_pass_rate": (sum(c["val_passed"] for c in boost_val) / len(boost_val)
+                                        if boost_val else None),
+                "neutral_screen_effect_before_first_promotion": _mean(
+                    [c["screen_effect"] for c in first]),
+                "neutral_screen_effect_after_a_promotion": _mean(
+                    [c["screen_effect"] for c in later]),
+                "neutral_screened_after_a_promotion": len(later),
+                "boost_screen_effect_mean": _mean([c["screen_effect"] for c in boost_up]),
+                "boost_only_runs": len(won),
+                "boost_only_reported_dev_delta": _mean([r["dev_delta"] for r in won]),
+                "boost_only_val_delta": _mean([r["val_delta"] for r in won]),
+                "boost_only_test_delta": _mean([r["test_delta"] for r in won
+                                                if r["test_delta"] is not None]),
+            }
+    return out
+
+
+def diagnostics_text(diag: dict[str, Any]) -> str:
+    def f(x: Any, fmt: str = "+.3f") -> str:
+        return "—" if x is None else format(x, fmt)
+
+    lines = ["| forge run / bench | candidates | neutral screen pass | futile stops | "
+             "extra blocks | saved by racing | neutral → val gate (passed) | boost val pass | "
+             "neutral screen effect (full screens), before / after a promotion | "
+             "boost screen effect | "
+             "boost-only runs: dev / val / test Δ |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key, d in diag.items():
+        nv = d["neutral_val_pass_rate"]
+        lines.append(
+            f"| {key} | {d['candidates']} | {f(d['screen_pass_rate_neutral'], '.1%')} | "
+            f"{d['futile_stops']} | {d['extra_blocks']} | {d['saved_by_racing']:,} | "
+            f"{d['neutral_reaching_val']} ({f(nv, '.0%')}) | {f(d['boost_val_pass_rate'], '.0%')}"
+            f" | {f(d['neutral_screen_effect_before_first_promotion'])} / "
+            f"{f(d['neutral_screen_effect_after_a_promotion'])} "
+            f"(n={d['neutral_screened_after_a_promotion']}) | "
+            f"{f(d['boost_screen_effect_mean'])} | "
+            f"{f(d['boost_only_reported_dev_delta'])} / {f(d['boost_only_val_delta'])} / "
+            f"{f(d['boost_only_test_delta'])} (n={d['boost_only_runs']}) |")
+    return "\n".join(lines)
+
+
+def _pct(rate: dict[str, Any] | None) -> str:
+    if rate is None:
+        return "—"
+    lo, hi = rate["ci95"]
+    return f"{100 * rate['rate']:.1f}% ({rate['hits']}/{rate['n']}; {100 * lo:.1f}–{100 * hi:.1f})"
+
+
+def table(agg: dict[str, Any]) -> str:
+    lines = [
+        "| method | false promotions on noeffect (≤ 5%) | power on effect: final boost=true "
+        "(≥ 80%) | effect: any neutral move promoted | rollouts / search noeffect | "
+        "rollouts / search effect | rollouts / decision noeffect | rollouts / decision effect |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for method in ALL_METHODS:
+        n, e = agg.get(f"{method}/noeffect"), agg.get(f"{method}/effect")
+        if n is None and e is None:
+            continue
+
+        def num(row: dict[str, Any] | None, key: str) -> str:
+            return "—" if row is None or row.get(key) is None else f"{row[key]:,.0f}"
+
+        lines.append(
+            f"| {method} | {_pct(n['promoted_any']) if n else '—'} | "
+            f"{_pct(e['power']) if e else '—'} | {_pct(e['neutral_promoted']) if e else '—'} | "
+            f"{num(n, 'rollouts_per_search')} | {num(e, 'rollouts_per_search')} | "
+            f"{num(n, 'rollouts_per_decision')} | {num(e, 'rollouts_per_decision')} |")
+    lines += ["", "| method / bench | decisions / search | steps / search | promotions / search "
+              "| confirmations / search | stop reasons | s / search |",
+              "|---|---|---|---|---|---|---|"]
+    for key, row in agg.items():
+        stops = ", ".join(f"{k} {v}" for k, v in sorted(row["stop_reasons"].items()))
+        conf = row.get("confirmations_per_search")
+        lines.append(f"| {key} | {row['decisions_per_search']:.1f} | "
+                     f"{row['steps_per_search']:.1f} | {row['promotions_per_search']:.2f} | "
+                     f"{'—' if conf is None else f'{conf:.2f}'} | {stops} | "
+                     f"{row['wall_s_per_search']:.2f} |")
+    return "\n".join(lines)
+
+
+def _g(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def details(runs: list[dict[str, Any]]) -> str:
+    """The confirmations behind forge's promotions of no-effect moves, and its misses."""
+    lines: list[str] = []
+    for method in ALL_METHODS[:-1]:
+        false = [(r["seed"], r["bench"], c) for r in runs if r["method"] == method
+                 for c in r["confirmations"]
+                 if c["verdict"] == "promoted" and c["target"] != TARGET]
+        if false:
+            lines.append(f"{method}: neutral promotions (seed, bench, move, screen p, "
+                         "confirm p < level [index], val lower bound):")
+            for seed, bench, c in false:
+                lines.append(f"  s{seed} {bench} step {c['step']} {c['target']}->{c['after']}: "
+                             f"screen p={c['screen_p']:.3g}, confirm p={c['confirm_p']:.3g} < "
+                             f"{c['level']:.3g} [{c['index']}], val low={c['val_low']:+.3f}")
+        misses = [r for r in runs if r["method"] == method and r["bench"] == "effect"
+                  and r["final_config"].get(TARGET) is not True]
+        if misses:
+            lines.append(f"{method}: effect searches ending without boost=true:")
+            for r in misses:
+                recs = "; ".join(f"step {b['step']} {b['before']}->{b['after']} {b['verdict']} "
+                                 f"(screen {b['screen']}, p={_g(b['screen_p'])}) {b['why'][:140]}"
+                                 for b in r["boost_records"]) or "boost never proposed"
+                lines.append(f"  s{r['seed']} stop={r['stop_reason']} steps={r['steps']} "
+                             f"promotions={[p['target'] for p in r['promotions']]}: {recs}")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{platform.machine()} {cpu}, {os.cpu_count()} cpus, python "
+            f"{sys.version.split()[0]}, {platform.system()} {platform.release()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 seeds; print only")
+    parser.add_argument("--seeds", type=int, default=None, help="searches per bench and method")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--keep-journals", type=Path, default=None,
+                        help="copy each forge run's run.json and journal.jsonl here")
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--tag", default="", help="write results/gates-TAG.{json,md} instead")
+    parser.add_argument("--rerender", type=Path, default=None,
+                        help="rewrite a results JSON's .md from its runs, running nothing")
+    args = parser.parse_args()
+    if args.rerender is not None:
+        rerender(args.rerender)
+        return
+    n = args.seeds or (20 if args.quick else 100)
+    methods = [m for m in args.methods.split(",") if m]
+    for m in methods:
+        if m not in ALL_METHODS:
+            parser.error(f"unknown method {m!r}")
+    keep = str(args.keep_journals.resolve()) if args.keep_journals else None
+    # Import forge (scipy, optuna) once here; forked workers inherit it.
+    importlib.import_module("forge.launch")
+    # Slow jobs first so that the pool does not end on one long straggler.
+    order = {m: i for i, m in enumerate(ALL_METHODS)}
+    jobs = sorted(((m, b, s, keep) for m in methods for b in BENCHES for s in range(1, n + 1)),
+                  key=lambda j: (order[j[0]], j[2], j[1]))
+    t0 = time.perf_counter()
+    runs: list[dict[str, Any]] = []
+    ctx = mp.get_context("fork")
+    with ctx.Pool(args.workers, maxtasksperchild=100) as pool:
+        for i, run in enumerate(pool.imap_unordered(_job, jobs), 1):
+            runs.append(run)
+            if i % 25 == 0 or i == len(jobs):
+                print(f"[{time.perf_counter() - t0:6.0f} s] {i}/{len(jobs)} searches",
+                      file=sys.stderr, flush=True)
+    wall = time.perf_counter() - t0
+    runs.sort(key=lambda r: (r["method"], r["bench"], r["seed"]))
+    agg = aggregate(runs)
+    text = table(agg)
+    print(text)
+    print()
+    print(diagnostics_text(diagnostics(runs)))
+    extra = details(runs)
+    if extra:
+        print()
+        print(extra)
+    print(f"\n{len(runs)} searches in {wall:.0f} s with {args.workers} workers")
+    if args.quick or args.no_write:
+        return
+    meta = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
+            "command": ("python benchmarks/gates.py " + " ".join(sys.argv[1:])).strip(),
+            "seeds_per_bench": n, "workers": args.workers, "wall_s": wall}
+    write(HERE / "results", f"gates-{args.tag}" if args.tag else "gates", meta, runs)
+
+
+SETTINGS = {"tasks": {"dev": 100, "val": 100, "test": 100}, "k": 5, "alpha": 0.05,
+            "min_effect": 0.0, "val_margin": 0.02, "max_steps": 30, "patience": 5,
+            "budget_rollouts": 20000, "candidates_per_step": 4,
+            "effect": "+0.10 success probability from boost=true"}
+
+
+def write(out: Path, stem: str, meta: dict[str, Any], runs: list[dict[str, Any]],
+          diag: dict[str, Any] | None = None) -> None:
+    """results/STEM.json (one line per search, without the per-candidate trace) and .md."""
+    agg = aggregate(runs)
+    if diag is None:
+        diag = diagnostics(runs)
+    extra = details(runs)
+    out.mkdir(exist_ok=True)
+    head = json.dumps({**meta, "settings": SETTINGS, "summary": agg, "diagnostics": diag},
+                      indent=1, default=str)
+    lines = [json.dumps({k: v for k, v in r.items() if k != "candidates"}, default=str)
+             for r in runs]
+    (out / f"{stem}.json").write_text(head[:-2] + ',\n "runs": [\n' + ",\n".join(lines)
+                                      + "\n ]\n}\n")
+    (out / f"{stem}.md").write_text(
+        f"# Gate benchmark\n\n{meta['date']} · {meta['machine']} · {meta['seeds_per_bench']} "
+        f"seeds per bench and method · {meta['workers']} workers · {meta['wall_s']:.0f} s\n\n"
+        f"`{meta['command']}`\n\n"
+        "Rates are fractions of searches with 95% Wilson intervals. Rollouts per search "
+        "count every attempt up to the stop record (start config on dev and val included, "
+        "final test evaluation left out); per decision, the attempts charged to one "
+        "candidate (screening, confirmation and val for forge; dev and val for naive).\n\n"
+        f"{table(agg)}\n\n## Diagnostics (forge runs)\n\n{diagnostics_text(diag)}\n"
+        + (f"\n```\n{extra}\n```\n" if extra else ""))
+    print(f"wrote {(out / stem).relative_to(HERE.parent)}.json and .md")
+
+
+def rerender(path: Path) -> None:
+    """Rewrite a results file and its table from the runs it holds (no search is run)."""
+    path = path.resolve()
+    data = json.loads(path.read_text())
+    runs = data.pop("runs")
+    meta = {k: data[k] for k in ("date", "machine", "command", "seeds_per_bench", "workers",
+                                 "wall_s")}
+    has_trace = all("candidates" in r for r in runs)
+    write(path.parent, path.stem, meta, runs, None if has_trace else data["diagnostics"])
+
+if __name__ == "__main__":
+    main()
