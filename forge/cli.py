@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from forge.bench import BenchFile, load_bench
+from forge.commands import register_all
 from forge.compare import diff_results
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
 from forge.evaluate import DEFAULT_SEED, evaluate
@@ -285,6 +286,9 @@ def schema_command(
         _print_json(schemas[which])
     else:
         raise UserError(f"schema: unknown kind {which!r}; expected registry, bench or all")
+
+
+register_all(app)
 
 
 def _usage_error(exc: BaseException) -> bool:
