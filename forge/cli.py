@@ -315,9 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if not _usage_error(exc):
             raise
-        ctx = getattr(exc, "ctx", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            _err.print(ctx.get_help(), highlight=False, markup=False)
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            pass  # typer has printed the help already
         else:
             _err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
                        highlight=False, markup=False, soft_wrap=True)

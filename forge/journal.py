@@ -96,7 +96,7 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
     try:
         return list(iter_jsonl_tolerant(path))
     except ValueError as exc:
-        raise JournalError(str(exc), file=path) from None
+        raise JournalError(str(exc)) from None
 
 
 def _stable(record: dict[str, Any]) -> dict[str, Any]:

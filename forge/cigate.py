@@ -1,0 +1,429 @@
+"""CI gates on a saved result: aggregate, unscored budget, per-task floor, baseline regression.
+
+``forge gate CURRENT.json`` decides whether a result may pass a CI step. Each gate
+gives its own verdict, reason and failing tasks; none is averaged into another:
+
+``aggregate``
+    The result's pass rate (the mean of per-task pass rates, see
+    :attr:`EvalResult.pass_rate`) is at least ``min_pass_rate``. Unscored attempts
+    are never counted as zeros; a result with nothing scored fails ("nothing scored").
+``unscored`` (only with ``max_unscored``)
+    At most ``max_unscored`` attempts are unscored (errors, timeouts, cancellations,
+    scorer failures), so a harness that breaks cannot pass by scoring nothing.
+``task_floor`` (only with ``task_floor``)
+    Every task's pass rate is at least the floor; a task with nothing scored fails too.
+``regression`` (only with a baseline)
+    Results must be comparable (same env fingerprint, else :class:`IncomparableError`).
+    For each task in both, attempts are paired by seed as :func:`diff_results` pairs
+    them, and the drop in pass rate (baseline - current) is at most ``max_drop``.
+    Tasks in one result only, or with no seed scored in both, are listed, not failed.
+
+A :class:`GateReport` renders as JSON, as Markdown (for ``$GITHUB_STEP_SUMMARY``)
+and as JUnit XML. Exit codes are the CLI's: 0 all passed, 1 a gate failed, and bad
+input (including incomparable results) is a :class:`UserError`, exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forge._files import atomic_write_text
+from forge.compare import diff_results
+from forge.errors import UserError
+from forge.results import EvalResult, TaskResult
+
+__all__ = [
+    "GATE_NAMES",
+    "JUNIT_SUITE",
+    "MARKDOWN_TASK_CAP",
+    "GateOptions",
+    "GateOutcome",
+    "GateReport",
+    "TaskFailure",
+    "aggregate_gate",
+    "append_step_summary",
+    "regression_gate",
+    "run_gates",
+    "task_floor_gate",
+    "unscored_gate",
+    "write_junit",
+]
+
+GATE_NAMES = ("aggregate", "unscored", "task_floor", "regression")
+JUNIT_SUITE = "forge-gate"
+#: Failing tasks listed per gate in the Markdown summary; the JSON and JUnit list all.
+MARKDOWN_TASK_CAP = 10
+# Pass rates are ratios of small integers computed in floating point: 1.0 - 0.9 is
+# 0.09999999999999998. A tolerance far below any real difference of two such ratios
+# keeps "a drop of exactly --max-drop" on the passing side.
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Thresholds of the gates. ``None`` turns an optional gate off.
+
+    Fractions are in [0, 1]; ``max_drop`` applies only when a baseline is given.
+    """
+
+    min_pass_rate: float = 0.0
+    task_floor: float | None = None
+    max_drop: float = 0.0
+    max_unscored: int | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, not only in the CLI, so a library caller gets the same refusal.
+        for name in ("min_pass_rate", "task_floor", "max_drop"):
+            value = getattr(self, name)
+            if value is None and name == "task_floor":
+                continue
+            # ``not (0 <= x <= 1)`` also refuses NaN, which compares false to everything.
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0.0 <= value <= 1.0:
+                raise UserError(f"--{name.replace('_', '-')} {value!r}: expected a fraction "
+                                "between 0 and 1")
+        if self.max_unscored is not None and (
+                isinstance(self.max_unscored, bool) or not isinstance(self.max_unscored, int)
+                or self.max_unscored < 0):
+            raise UserError(f"--max-unscored {self.max_unscored!r}: expected a whole number "
+                            ">= 0")
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """One task that made a gate fail. ``value`` is what was compared (a pass rate, a
+    drop, a count of unscored attempts), or None when nothing could be measured."""
+
+    task_id: str
+    detail: str
+    value: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "detail": self.detail, "value": self.value}
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """One gate's verdict. ``notes`` hold what was listed without failing the gate
+    (tasks in one result only, tasks with no paired seed)."""
+
+    name: str
+    passed: bool
+    reason: str
+    failing: tuple[TaskFailure, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "reason": self.reason,
+                "failing": [f.as_json() for f in self.failing], "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Every gate run on one result, with what is needed to render it."""
+
+    current: str
+    result: EvalResult
+    options: GateOptions
+    gates: tuple[GateOutcome, ...]
+    baseline: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed for g in self.gates)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every gate passed, 1 otherwise (2 is for bad input, raised earlier)."""
+        return 0 if self.passed else 1
+
+    @property
+    def failed(self) -> list[GateOutcome]:
+        return [g for g in self.gates if not g.passed]
+
+    def as_json(self) -> dict[str, Any]:
+        r = self.result
+        n_attempts = r.n_attempts
+        return {
+            "passed": self.passed,
+            "current": self.current,
+            "baseline": self.baseline,
+            "options": {"min_pass_rate": self.options.min_pass_rate,
+                        "task_floor": self.options.task_floor,
+                        "max_drop": self.options.max_drop if self.baseline else None,
+                        "max_unscored": self.options.max_unscored},
+            "result": {"bench": r.bench, "split": r.split, "k": r.k, "n_tasks": len(r.tasks),
+                       "n_attempts": n_attempts, "n_scored": r.n_scored,
+                       "n_unscored": n_attempts - r.n_scored, "pass_rate": r.pass_rate,
+                       "env_fingerprint": r.env_fingerprint,
+                       "config_fingerprint": r.config_fingerprint},
+            "gates": [g.as_json() for g in self.gates],
+        }
+
+    def markdown(self, *, cap: int = MARKDOWN_TASK_CAP) -> str:
+        """A CI step summary: heading, one table row per gate, then each failing gate's
+        tasks (at most ``cap`` each, worst first)."""
+        r = self.result
+        mark = "✅ passed" if self.passed else f"❌ failed ({len(self.failed)} of " \
+                                              f"{len(self.gates)} gates)"
+        lines = [f"## forge gate: {mark}", ""]
+        about = (f"{_code(self.current)}: bench {_code(r.bench)}, split {_code(r.split)}, "
+                 f"k={r.k}, {len(r.tasks)} tasks, pass rate {_pct(r.pass_rate)}, "
+                 f"config {_code(r.config_fingerprint[:12])}, "
+                 f"env {_code((r.env_fingerprint or 'none')[:12])}")
+        if self.baseline is not None:
+            about += f"; baseline {_code(self.baseline)}"
+        lines += [about, "", "| gate | result | reason |", "|---|---|---|"]
+        for g in self.gates:
+            lines.append(f"| {_cell(g.name)} | {'✅ pass' if g.passed else '❌ fail'} | "
+                         f"{_cell(g.reason)} |")
+        for g in self.gates:
+            if not g.failing and not g.notes:
+                continue
+            lines += ["", f"### {'✅' if g.passed else '❌'} {g.name}", ""]
+            for failure in g.failing[:cap]:
+                lines.append(f"- {_code(failure.task_id)}: {_inline(failure.detail)}")
+            if len(g.failing) > cap:
+                lines.append(f"- … and {len(g.failing) - cap} more failing tasks")
+            lines += [f"- {_inline(note)}" for note in g.notes]
+        return "\n".join(lines) + "\n"
+
+    def junit_xml(self) -> str:
+        """JUnit XML: one testsuite ``forge-gate``; one testcase per gate and, for a
+        failing gate, one more testcase per failing task, so CI test reporters list the
+        tasks one by one."""
+        cases: list[ET.Element] = []
+        for g in self.gates:
+            case = ET.Element("testcase", classname=JUNIT_SUITE, name=_xml_text(g.name))
+            if g.passed:
+                if g.notes:
+                    ET.SubElement(case, "system-out").text = _xml_text("\n".join(g.notes))
+            else:
+                failure = ET.SubElement(case, "failure", message=_xml_text(g.reason),
+                                        type="GateFailure")
+                failure.text = _xml_text("\n".join(
+                    [*(f"{f.task_id}: {f.detail}" for f in g.failing), *g.notes]))
+            cases.append(case)
+            for f in g.failing:
+                task_case = ET.Element("testcase", classname=f"{JUNIT_SUITE}.{g.name}",
+                                       name=_xml_text(f.task_id))
+                ET.SubElement(task_case, "failure", message=_xml_text(f.detail),
+                              type="TaskFailure")
+                cases.append(task_case)
+        n_failures = sum(1 for c in cases if c.find("failure") is not None)
+        suite = ET.Element("testsuite", name=JUNIT_SUITE, tests=str(len(cases)),
+                           failures=str(n_failures), errors="0", skipped="0")
+        props = ET.SubElement(suite, "properties")
+        for name, value in (("current", self.current), ("baseline", self.baseline or ""),
+                            ("bench", self.result.bench), ("split", self.result.split),
+                            ("env_fingerprint", self.result.env_fingerprint or ""),
+                            ("config_fingerprint", self.result.config_fingerprint)):
+            ET.SubElement(props, "property", name=name, value=_xml_text(value))
+        suite.extend(cases)
+        root = ET.Element("testsuites", name="forge", tests=str(len(cases)),
+                          failures=str(n_failures), errors="0")
+        root.append(suite)
+        ET.indent(root)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(
+            root, encoding="unicode") + "\n"
+
+
+# -- the gates -----------------------------------------------------------------------
+
+
+def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
+    """The overall pass rate is at least ``min_pass_rate``; nothing scored fails."""
+    rate = result.pass_rate
+    unscored = result.n_attempts - result.n_scored
+    aside = f" ({unscored} unscored attempts not counted)" if unscored else ""
+    if rate is None:
+        return GateOutcome("aggregate", False, f"nothing scored{aside}")
+    scored_tasks = sum(1 for t in result.tasks if t.pass_rate is not None)
+    if rate + _EPS >= min_pass_rate:
+        return GateOutcome("aggregate", True,
+                           f"pass rate {_pct(rate, min_pass_rate)} ≥ "
+                           f"{_pct(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
+    return GateOutcome("aggregate", False,
+                       f"pass rate {_pct(rate, min_pass_rate)} < "
+                       f"{_pct(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
+
+
+def unscored_gate(result: EvalResult, max_unscored: int) -> GateOutcome:
+    """At most ``max_unscored`` unscored attempts; the tasks that have some are named."""
+    total = result.n_attempts - result.n_scored
+    culprits = sorted((t for t in result.tasks if t.n_unscored),
+                      key=lambda t: -t.n_unscored)  # stable: ties keep the result's order
+    if total <= max_unscored:
+        return GateOutcome("unscored", True,
+                           f"{total} unscored attempts ≤ {max_unscored} allowed")
+    return GateOutcome(
+        "unscored", False, f"{total} unscored attempts > {max_unscored} allowed "
+                           f"({_stop_reasons(result.tasks)})",
+        failing=tuple(TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} attempts "
+                                             f"unscored ({_stop_reasons([t])})",
+                                  float(t.n_unscored)) for t in culprits))
+
+
+def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
+    """Every task's pass rate is at least ``floor``; a task with nothing scored fails."""
+    failing: list[tuple[float, TaskFailure]] = []
+    for t in result.tasks:
+        rate = t.pass_rate
+        if rate is None:
+            # Sorted first: a task that could not be measured is the worst news.
+            failing.append((-1.0, TaskFailure(t.task_id, f"nothing scored ({t.n_unscored} "
+                                                         "unscored attempts)")))
+        elif rate + _EPS < floor:
+            failing.append((rate, TaskFailure(
+                t.task_id, f"pass rate {_pct(rate, floor)} < floor {_pct(floor, rate)} "
+                           f"({t.n_passed}/{t.n_scored})", rate)))
+    if not failing:
+        return GateOutcome("task_floor", True,
+                           f"all {len(result.tasks)} tasks ≥ {_pct(floor)}")
+    failing.sort(key=lambda pair: pair[0])
+    unmeasured = sum(1 for value, _ in failing if value < 0)
+    reason = f"{len(failing)} of {len(result.tasks)} tasks below {_pct(floor)}"
+    if unmeasured:
+        reason += f" ({unmeasured} with nothing scored)"
+    return GateOutcome("task_floor", False, reason, failing=tuple(f for _, f in failing))
+
+
+def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, *,
+                    names: tuple[str, str] = ("baseline", "current")) -> GateOutcome:
+    """No shared task's pass rate drops by more than ``max_drop`` from the baseline.
+
+    ``names`` are (baseline, current), used in the incomparability message. Pairs
+    come from :func:`diff_results` (same seed, scored in both), so a task is judged
+    only on attempts both runs really scored.
+    """
+    # diff_results refuses results from other environments (IncomparableError, exit 2)
+    # before pairing anything: a drop measured across environments means nothing.
+    diff = diff_results(baseline, current, names=names)
+    failing: list[tuple[float, TaskFailure]] = []
+    unpaired: list[str] = []
+    for t in diff.tasks:
+        if t.pass_a is None or t.pass_b is None:
+            unpaired.append(t.task_id)
+            continue
+        drop = t.pass_a - t.pass_b
+        if drop > max_drop + _EPS:
+            failing.append((drop, TaskFailure(
+                t.task_id, f"pass rate {_pct(t.pass_a)} → {_pct(t.pass_b)} "
+                           f"(drop {_pct(drop, max_drop)} > {_pct(max_drop, drop)}, "
+                           f"{t.n_pairs} paired seeds)", drop)))
+    failing.sort(key=lambda pair: -pair[0])
+    notes = []
+    if diff.only_in_a:
+        notes.append(f"only in baseline (not compared): {', '.join(diff.only_in_a)}")
+    if diff.only_in_b:
+        notes.append(f"only in current (not compared): {', '.join(diff.only_in_b)}")
+    if unpaired:
+        notes.append(f"no seed scored in both (not compared): {', '.join(unpaired)}")
+    compared = len(diff.tasks) - len(unpaired)
+    if not failing:
+        reason = f"no task dropped more than {_pct(max_drop)} ({compared} tasks compared)"
+        return GateOutcome("regression", True, reason, notes=tuple(notes))
+    worst = failing[0][1]
+    reason = (f"{len(failing)} of {compared} tasks dropped more than {_pct(max_drop)} "
+              f"(worst {worst.task_id}: drop {_pct(failing[0][0])})")
+    return GateOutcome("regression", False, reason, failing=tuple(f for _, f in failing),
+                       notes=tuple(notes))
+
+
+def run_gates(current: EvalResult, *, options: GateOptions | None = None,
+              baseline: EvalResult | None = None, current_name: str = "current",
+              baseline_name: str = "baseline") -> GateReport:
+    """Run every gate the options turn on, in a fixed order (see :data:`GATE_NAMES`)."""
+    opts = options or GateOptions()
+    gates = [aggregate_gate(current, opts.min_pass_rate)]
+    if opts.max_unscored is not None:
+        gates.append(unscored_gate(current, opts.max_unscored))
+    if opts.task_floor is not None:
+        gates.append(task_floor_gate(current, opts.task_floor))
+    if baseline is not None:
+        # Labelled, so an incomparability message says which file is which.
+        names = (baseline_name if baseline_name == "baseline" else f"baseline {baseline_name}",
+                 current_name if current_name == "current" else f"current {current_name}")
+        gates.append(regression_gate(current, baseline, opts.max_drop, names=names))
+    return GateReport(current=current_name, result=current, options=opts, gates=tuple(gates),
+                      baseline=baseline_name if baseline is not None else None)
+
+
+# -- outputs -------------------------------------------------------------------------
+
+
+def write_junit(report: GateReport, path: str | Path) -> None:
+    """Write the JUnit XML atomically: a CI reader never sees half a file."""
+    atomic_write_text(path, report.junit_xml())
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None
+                        ) -> Path | None:
+    """Append ``markdown`` to ``$GITHUB_STEP_SUMMARY`` when it is set; returns the file.
+
+    Appended, not replaced: GitHub gives one file per step and earlier commands of
+    the same step may have written to it.
+    """
+    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return path
+
+
+# -- formatting helpers --------------------------------------------------------------
+
+
+def _pct(x: float | None, other: float | None = None) -> str:
+    """A percentage with one decimal, or more when one decimal would show ``x`` equal
+    to ``other`` though they differ (so a reason never reads "50.0% < 50.0%")."""
+    if x is None:
+        return "—"
+    for digits in range(1, 7):
+        text = f"{100 * x:.{digits}f}%"
+        if other is None or abs(x - other) <= _EPS or text != f"{100 * other:.{digits}f}%":
+            return text
+    return text
+
+
+def _stop_reasons(tasks: Sequence[TaskResult]) -> str:
+    counts: Counter[str] = Counter()
+    for t in tasks:
+        for a in t.attempts:
+            if not a.scored:
+                # A completed attempt without a score is a scorer failure, not a success.
+                counts["scorer failed" if a.stop_reason == "completed" else a.stop_reason] += 1
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+
+
+def _code(text: str) -> str:
+    """Inline code in Markdown; a backtick inside would end the span, so it is replaced."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
+def _inline(text: str) -> str:
+    return text.replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a pipe would start a new column."""
+    return _inline(text).replace("|", "\\|")
+
+
+# XML 1.0 cannot carry most control characters even escaped, and a lone surrogate cannot
+# be encoded at all; a task id holding one would make the whole report unreadable, so
+# they become U+FFFD.
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_BAD.sub("\ufffd", text)

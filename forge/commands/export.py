@@ -1,0 +1,98 @@
+"""``forge export sft`` and ``forge export verify`` (see :mod:`forge.export`).
+
+``verify`` exits 0 when the JSONL matches its sidecar, 1 when it does not (the
+lines that differ are named), 2 on bad input (no JSONL, no or damaged sidecar).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from forge.bench import load_bench
+from forge.errors import UserError
+from forge.export import export_sft, task_inputs, verify_export
+from forge.results import load_result
+
+__all__ = ["register"]
+
+#: Problems listed by ``verify`` before "and N more"; a rewritten file differs everywhere.
+_PROBLEM_CAP = 20
+
+export_app = typer.Typer(no_args_is_help=True,
+                         help="Export passing attempts as training data, and verify exports.")
+
+
+@export_app.command("sft")
+def sft_command(
+    result_path: Annotated[Path, typer.Argument(metavar="RESULT.json",
+                                                help="a saved result (forge eval --save)")],
+    out: Annotated[Path, typer.Argument(metavar="OUT.jsonl", help="the JSONL to write")],
+    bench_path: Annotated[Path | None, typer.Option(
+        "--bench", metavar="BENCH",
+        help="the bench the result was evaluated on (gives the task inputs)")] = None,
+    system: Annotated[str | None, typer.Option(
+        "--system", metavar="TEXT", help="a system message to put first on every line")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+) -> None:
+    """Write learning-zone passing text outputs as chat-format JSONL, plus
+    OUT.jsonl.meta.json (fingerprints, per-line task/attempt/score/sha256, file sha256)."""
+    if bench_path is None:
+        # A saved result keeps outputs, not inputs: without the bench a line would
+        # have an answer and no question.
+        raise UserError("export sft: --bench BENCH is required: a saved result holds the "
+                        "outputs but not the task inputs")
+    result = load_result(result_path)
+    inputs = task_inputs(load_bench(bench_path), result)
+    summary = export_sft(result, out, inputs=inputs, source=result_path, system=system)
+    if as_json:
+        _print_json({"out": str(summary.out), "sidecar": str(summary.sidecar),
+                     "line_count": summary.line_count, "sha256": summary.jsonl_sha256,
+                     "selection": summary.selection})
+        return
+    sel = summary.selection
+    sys.stdout.write(
+        f"wrote {summary.out}: {summary.line_count} lines from {sel['learning_zone_tasks']} "
+        f"learning-zone tasks of {sel['tasks']} ({sel['passing_attempts']} passing attempts, "
+        f"{sel['skipped_not_text']} without text output); sidecar {summary.sidecar}\n")
+    if summary.line_count == 0:
+        typer.echo("forge: warning: nothing exported: no learning-zone task has a passing "
+                   "text output", err=True)
+
+
+@export_app.command("verify")
+def verify_command(
+    out: Annotated[Path, typer.Argument(metavar="OUT.jsonl", help="a JSONL from export sft")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Check OUT.jsonl against OUT.jsonl.meta.json: exit 0 untouched, 1 changed, 2 bad input."""
+    report = verify_export(out)
+    if as_json:
+        _print_json(report.as_json())
+    elif report.ok:
+        sys.stdout.write(f"ok {out}: {report.actual_lines} lines, sha256 "
+                         f"{report.actual_sha256[:16]} matches {report.sidecar}\n")
+    else:
+        lines = [f"CHANGED {out}: does not match {report.sidecar} "
+                 f"(sha256 {report.actual_sha256[:16]}, expected "
+                 f"{report.expected_sha256[:16]}; {report.actual_lines} lines, expected "
+                 f"{report.expected_lines})"]
+        lines += [f"  - {p}" for p in report.problems[:_PROBLEM_CAP]]
+        if len(report.problems) > _PROBLEM_CAP:
+            lines.append(f"  - … and {len(report.problems) - _PROBLEM_CAP} more")
+        sys.stdout.write("\n".join(lines) + "\n")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``forge export sft`` and ``forge export verify`` to the app."""
+    app.add_typer(export_app, name="export")

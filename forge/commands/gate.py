@@ -1,0 +1,89 @@
+"""``forge gate``: the CI gates on a saved result (see :mod:`forge.cigate`).
+
+Exit 0 when every gate passes, 1 when one fails, 2 on bad input: a missing or
+unreadable result, another ``format_version``, an option out of range, or a
+baseline from another environment (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from forge.cigate import GateOptions, append_step_summary, run_gates, write_junit
+from forge.errors import UserError
+from forge.results import load_result
+
+__all__ = ["register"]
+
+
+def gate_command(
+    current: Annotated[Path, typer.Argument(metavar="CURRENT.json",
+                                            help="the result to gate (forge eval --save)")],
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", metavar="B.json",
+        help="a result of the same environment; turns on the regression gate")] = None,
+    min_pass_rate: Annotated[float, typer.Option(
+        "--min-pass-rate", metavar="X",
+        help="aggregate gate: overall pass rate must be at least X (0..1)")] = 0.0,
+    task_floor: Annotated[float | None, typer.Option(
+        "--task-floor", metavar="X", help="every task's pass rate must be at least X")] = None,
+    max_drop: Annotated[float | None, typer.Option(
+        "--max-drop", metavar="X",
+        help="regression gate: largest allowed per-task pass-rate drop (default 0)")] = None,
+    max_unscored: Annotated[int | None, typer.Option(
+        "--max-unscored", metavar="N", help="at most N unscored attempts in all")] = None,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", metavar="F", help="also write JUnit XML to F")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the report as JSON instead of Markdown")] = False,
+) -> None:
+    """Gate a saved result for CI: aggregate, per-task floor, baseline regression.
+
+    Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).
+    Exit 0 pass, 1 a gate failed, 2 bad input or incomparable results.
+    """
+    if max_drop is not None and baseline is None:
+        # Silently ignoring it would let a CI job believe it guards against regressions.
+        raise UserError("--max-drop: needs --baseline B.json to compare against")
+    options = GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
+                          max_drop=0.0 if max_drop is None else max_drop,
+                          max_unscored=max_unscored)
+    if junit is not None and junit.is_dir():  # found before any output, not after
+        raise UserError(f"--junit: {junit} is a folder; expected a file path")
+    result = load_result(current)
+    base = load_result(baseline) if baseline is not None else None
+    report = run_gates(result, options=options, baseline=base, current_name=str(current),
+                       baseline_name=str(baseline) if baseline is not None else "baseline")
+    if junit is not None:
+        try:
+            write_junit(report, junit)
+        except OSError as exc:
+            raise UserError(f"--junit: cannot write {junit}: {exc.strerror or exc}") from None
+    markdown = report.markdown()
+    if as_json:
+        _print_json(report.as_json())
+    else:
+        sys.stdout.write(markdown)
+    try:
+        append_step_summary(markdown)
+    except OSError as exc:
+        # The verdict is already printed; a summary file CI cannot offer must not turn a
+        # passing gate into a failure, so this is a warning and the exit code stands.
+        typer.echo(f"forge: warning: cannot append to $GITHUB_STEP_SUMMARY: "
+                   f"{exc.strerror or exc}", err=True)
+    if not report.passed:
+        raise typer.Exit(report.exit_code)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``forge gate`` to the app."""
+    app.command("gate")(gate_command)

@@ -1,0 +1,429 @@
+"""Export passing attempts as chat-format SFT data, with a sidecar that proves what they are.
+
+``forge export sft RESULT.json OUT.jsonl --bench BENCH`` writes one JSON line per
+selected attempt, and ``OUT.jsonl.meta.json`` beside it (the file name with
+``.meta.json`` appended, so any OUT name has exactly one sidecar, listed next to it).
+
+What is selected
+    Tasks in the *learning zone* only (``0 < passed < scored``): a task that always
+    passes teaches nothing the model does not already do, one that never passes
+    has no good answer to copy. From those tasks, every *passing scored* attempt
+    whose ``output.output`` is a non-empty string. Other outputs (dicts, tool-call
+    only runs, empty strings) are counted in the sidecar's ``selection``, not exported.
+
+One line
+    ``{"messages": [{"role": "system", "content": S}?, {"role": "user", "content": U},
+    {"role": "assistant", "content": A}]}``. ``S`` is ``--system`` when given (the
+    message is left out otherwise). ``A`` is the attempt's output text as it is. ``U``
+    is the task's input as text: a string input as it is; a mapping with a string
+    field ``ticket``, ``prompt``, ``question`` or ``input`` (the first found, in that
+    order) that field; anything else its canonical JSON (sorted keys, no spaces).
+    The sidecar records per line which rule applied (``prompt_from``).
+
+Why ``--bench``
+    A saved result keeps outputs and scores but not the task inputs. The bench gives
+    them, and is accepted only if its tasks are exactly those the result was
+    evaluated on: the split's digest must equal the result's ``env["tasks"]``.
+
+The sidecar
+    ``format_version``, the source result's path and sha256, ``env_fingerprint``,
+    ``config_fingerprint``, bench, split, the JSONL's sha256 and line count, a
+    ``lines`` list ``[{line, task_id, attempt, seed, score, prompt_from, sha256}]``
+    (sha256 of each line's bytes without its newline), and ``created_at``. The JSONL
+    is written first and the sidecar last, each atomically: an export interrupted in
+    between leaves a sidecar that does not match, which ``verify`` reports.
+
+``forge export verify OUT.jsonl`` recomputes the hashes: the whole-file sha256 says
+*whether* the file changed; the per-line hashes say *which* lines were edited,
+moved, swapped, added or cut. It detects a swapped or edited file, not a forger who
+rewrites both the file and its sidecar (nothing here is signed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from forge._digest import canonical_json, file_digest, sha256_hex
+from forge._files import atomic_write_text, field_path
+from forge.bench import Bench
+from forge.errors import InputFileError, UserError
+from forge.results import AttemptResult, EvalResult
+
+__all__ = [
+    "PROMPT_FIELDS",
+    "SIDECAR_FORMAT_VERSION",
+    "SIDECAR_KIND",
+    "SIDECAR_SUFFIX",
+    "ExportSidecar",
+    "ExportSummary",
+    "SidecarLine",
+    "SourceResult",
+    "VerifyReport",
+    "export_sft",
+    "load_sidecar",
+    "prompt_text",
+    "select_attempts",
+    "sidecar_path",
+    "task_inputs",
+    "verify_export",
+]
+
+SIDECAR_FORMAT_VERSION = 1
+SIDECAR_KIND = "forge.export.sft"
+SIDECAR_SUFFIX = ".meta.json"
+#: Fields of a mapping input used as the user turn, first found wins.
+PROMPT_FIELDS = ("ticket", "prompt", "question", "input")
+
+
+def sidecar_path(out: str | Path) -> Path:
+    """``OUT.jsonl`` -> ``OUT.jsonl.meta.json``."""
+    p = Path(out)
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def prompt_text(task_input: Any) -> tuple[str, str]:
+    """The user turn for a task input, and which rule made it (``text``, ``field:NAME``
+    or ``json``); see the module docstring."""
+    if isinstance(task_input, str):
+        return task_input, "text"
+    if isinstance(task_input, Mapping):
+        for name in PROMPT_FIELDS:
+            value = task_input.get(name)
+            if isinstance(value, str):
+                return value, f"field:{name}"
+    return canonical_json(task_input), "json"
+
+
+def task_inputs(bench: Bench, result: EvalResult) -> dict[str, Any]:
+    """Task id -> input, from a bench whose split holds exactly the result's tasks.
+
+    Refused (:class:`UserError`) when the bench has another name, or when its split
+    digest is not the one in the result's env: the prompts would then not be the
+    ones the outputs answered.
+    """
+    if bench.name != result.bench:
+        raise UserError(f"--bench: bench {bench.name!r} is not the result's bench "
+                        f"{result.bench!r}")
+    tasks = bench.tasks(result.split)
+    recorded = result.env.get("tasks")
+    if not isinstance(recorded, str):
+        raise UserError("the result records no tasks digest (env.tasks), so its task inputs "
+                        "cannot be matched to a bench")
+    actual = bench.split_digest(result.split)
+    if actual != recorded:
+        raise UserError(f"--bench: split {result.split!r} of {bench.path} is not the one the "
+                        f"result was evaluated on (tasks digest {actual[:12]} vs "
+                        f"{recorded[:12]})")
+    return {t.id: t.input for t in tasks}
+
+
+# -- selecting and writing -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Selected:
+    attempt: AttemptResult
+    text: str
+
+
+@dataclass
+class _Selection:
+    attempts: list[_Selected] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def select_attempts(result: EvalResult) -> list[tuple[AttemptResult, str]]:
+    """The attempts ``export_sft`` exports, in result order, with their output text."""
+    return [(s.attempt, s.text) for s in _select(result).attempts]
+
+
+def _select(result: EvalResult) -> _Selection:
+    sel = _Selection()
+    counts = {"tasks": len(result.tasks), "learning_zone_tasks": 0, "passing_attempts": 0,
+              "skipped_not_text": 0, "exported": 0}
+    for task in result.tasks:
+        if not task.learning_zone:
+            continue
+        counts["learning_zone_tasks"] += 1
+        for a in task.scored_attempts:
+            if not a.passed:
+                continue
+            counts["passing_attempts"] += 1
+            text = a.output.output if a.output is not None else None
+            # Only text can be an assistant turn; an empty one would teach silence.
+            if not isinstance(text, str) or not text:
+                counts["skipped_not_text"] += 1
+                continue
+            sel.attempts.append(_Selected(a, text))
+    counts["exported"] = len(sel.attempts)
+    sel.counts = counts
+    return sel
+
+
+class SidecarLine(BaseModel):
+    """One line of the JSONL: where it came from, and the sha256 of its bytes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    line: int = Field(ge=1)
+    task_id: str
+    attempt: int = Field(ge=0)
+    seed: int
+    score: float
+    prompt_from: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class SourceResult(BaseModel):
+    """The result file an export came from, as it was when exported."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: str | None
+    sha256: str | None
+
+
+class ExportSidecar(BaseModel):
+    """``OUT.jsonl.meta.json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    format_version: int = SIDECAR_FORMAT_VERSION
+    kind: str = SIDECAR_KIND
+    created_at: str
+    jsonl: str
+    jsonl_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    line_count: int = Field(ge=0)
+    source: SourceResult
+    bench: str
+    split: str
+    k: int
+    env_fingerprint: str | None
+    config_fingerprint: str
+    tasks_digest: str | None
+    system: str | None
+    prompt_fields: list[str]
+    selection: dict[str, int]
+    lines: list[SidecarLine]
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    out: Path
+    sidecar: Path
+    line_count: int
+    jsonl_sha256: str
+    selection: dict[str, int]
+
+
+def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any],
+               source: str | Path | None = None, system: str | None = None,
+               now: datetime | None = None) -> ExportSummary:
+    """Write the SFT JSONL and its sidecar (JSONL first, sidecar last, both atomic).
+
+    ``inputs`` maps task id -> task input (see :func:`task_inputs`); ``source`` is the
+    result file, whose path and sha256 the sidecar records.
+    """
+    out = Path(out)
+    meta = sidecar_path(out)
+    if source is not None and Path(source).resolve() in {out.resolve(), meta.resolve()}:
+        raise UserError(f"{out}: would overwrite the result it exports from")
+    if out.is_dir():
+        raise UserError(f"{out}: is a folder; expected a file path for the JSONL")
+    sel = _select(result)
+    rows: list[tuple[_Selected, str]] = []
+    lines: list[str] = []
+    for s in sel.attempts:
+        task_id = s.attempt.task_id
+        if task_id not in inputs:
+            raise UserError(f"task {task_id!r} of the result has no input in the bench")
+        user, prompt_from = prompt_text(inputs[task_id])
+        messages = [{"role": "system", "content": system}] if system else []
+        messages += [{"role": "user", "content": user},
+                     {"role": "assistant", "content": s.text}]
+        # json.dumps escapes newlines inside strings, so one record is one line.
+        lines.append(json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False))
+        rows.append((s, prompt_from))
+    source_sha = None
+    if source is not None:
+        try:
+            source_sha = file_digest(source)
+        except OSError as exc:
+            raise UserError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    try:
+        atomic_write_text(out, "".join(line + "\n" for line in lines))
+        # Hash what is on disk, split the way verify splits it: export and verify then
+        # agree by construction, whatever the platform did to the bytes.
+        data = out.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    written = _split_lines(data)
+    if len(written) != len(rows):  # a broken invariant, not bad input
+        raise RuntimeError(f"{out}: wrote {len(rows)} lines, read back {len(written)}")
+    sidecar = ExportSidecar(
+        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
+        source=SourceResult(path=str(source) if source is not None else None,
+                            sha256=source_sha),
+        bench=result.bench, split=result.split, k=result.k,
+        env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
+        tasks_digest=result.env.get("tasks") if isinstance(result.env.get("tasks"), str)
+        else None,
+        system=system or None, prompt_fields=list(PROMPT_FIELDS), selection=sel.counts,
+        lines=[SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
+                           seed=s.attempt.seed,
+                           score=s.attempt.score.value if s.attempt.score else 0.0,
+                           prompt_from=prompt_from, sha256=sha256_hex(raw))
+               for i, ((s, prompt_from), raw) in enumerate(zip(rows, written, strict=True),
+                                                           start=1)],
+    )
+    try:
+        atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        raise UserError(f"{meta}: cannot write: {exc.strerror or exc}") from None
+    return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
+                         jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    """Lines of a JSONL file as bytes, newline removed. Split on ``\\n`` only: JSON text
+    may hold U+2028, which ``str.splitlines`` would take for a line break."""
+    if not data:
+        return []
+    parts = data.split(b"\n")
+    if parts[-1] == b"":  # the newline that ends the last line starts no new one
+        parts.pop()
+    return parts
+
+
+# -- verifying -----------------------------------------------------------------------
+
+
+def load_sidecar(path: str | Path) -> ExportSidecar:
+    """Read a sidecar; missing, malformed or of another version is bad input."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFileError("no sidecar: expected the .meta.json that forge export sft "
+                             "writes beside the JSONL", file=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"cannot read: {exc}", file=p) from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    if not isinstance(data, dict) or data.get("kind") != SIDECAR_KIND:
+        raise InputFileError(f"not a forge SFT export sidecar (kind is not {SIDECAR_KIND!r})",
+                             file=p)
+    version = data.get("format_version")
+    if type(version) is not int or version != SIDECAR_FORMAT_VERSION:
+        raise InputFileError(f"format_version {version!r} is not readable by this forge, which "
+                             f"reads format_version {SIDECAR_FORMAT_VERSION}", file=p,
+                             field="format_version")
+    try:
+        sidecar = ExportSidecar.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise InputFileError(f"damaged sidecar: {first['msg']}", file=p,
+                             field=field_path(first["loc"])) from None
+    numbers = [line.line for line in sidecar.lines]
+    if sidecar.line_count != len(numbers) or numbers != list(range(1, len(numbers) + 1)):
+        raise InputFileError("damaged sidecar: line_count and lines[].line do not agree",
+                             file=p, field="lines")
+    return sidecar
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What ``verify`` found. ``problems`` is empty when the file is untouched."""
+
+    path: Path
+    sidecar: Path
+    expected_lines: int
+    actual_lines: int
+    expected_sha256: str
+    actual_sha256: str
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "path": str(self.path), "sidecar": str(self.sidecar),
+                "expected_lines": self.expected_lines, "actual_lines": self.actual_lines,
+                "expected_sha256": self.expected_sha256, "actual_sha256": self.actual_sha256,
+                "problems": list(self.problems)}
+
+
+def verify_export(out: str | Path, *, sidecar: str | Path | None = None) -> VerifyReport:
+    """Compare ``out`` with its sidecar: whole-file sha256, line count, each line's sha256."""
+    out = Path(out)
+    meta = Path(sidecar) if sidecar is not None else sidecar_path(out)
+    if not out.exists() and out.name.endswith(SIDECAR_SUFFIX):
+        raise UserError(f"{out}: give the JSONL, not its sidecar")
+    try:
+        data = out.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError("file not found", file=out) from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", file=out) from None
+    side = load_sidecar(meta)
+    actual_sha = sha256_hex(data)
+    lines = _split_lines(data)
+    problems = _line_problems(side.lines, [sha256_hex(raw) for raw in lines])
+    if data and not data.endswith(b"\n"):
+        problems.append(f"line {len(lines)} does not end with a newline: the file was cut "
+                        "short or edited")
+    if actual_sha != side.jsonl_sha256 and not problems:
+        # Every line matches, yet the bytes differ: only what separates lines can.
+        problems.append("sha256 of the file differs though every line matches its hash "
+                        "(line endings or blank lines changed)")
+    return VerifyReport(path=out, sidecar=meta, expected_lines=side.line_count,
+                        actual_lines=len(lines), expected_sha256=side.jsonl_sha256,
+                        actual_sha256=actual_sha, problems=tuple(problems))
+
+
+def _line_problems(expected: Sequence[SidecarLine], actual: Sequence[str]) -> list[str]:
+    """Name each line that differs: edited, moved (where from), swapped, missing, extra."""
+    where: dict[str, list[int]] = {}
+    for rec in expected:
+        where.setdefault(rec.sha256, []).append(rec.line)
+    problems: list[str] = []
+    reported_swaps: set[int] = set()
+    for i in range(min(len(expected), len(actual))):
+        rec = expected[i]
+        if actual[i] == rec.sha256 or rec.line in reported_swaps:
+            continue
+        origins = where.get(actual[i], [])
+        if not origins:
+            problems.append(f"line {rec.line} edited (was task {rec.task_id} attempt "
+                            f"{rec.attempt})")
+            continue
+        # Identical lines share a hash (the same answer passing twice); among the lines
+        # that held this content, prefer one that now holds this line's: a swap.
+        swapped = [o for o in origins
+                   if o - 1 < len(actual) and actual[o - 1] == rec.sha256
+                   and o not in reported_swaps]
+        origin = swapped[0] if swapped else origins[0]
+        j = origin - 1
+        if swapped:
+            reported_swaps.update({rec.line, origin})
+            problems.append(f"lines {rec.line} and {origin} swapped (tasks {rec.task_id} and "
+                            f"{expected[j].task_id})")
+        else:
+            problems.append(f"line {rec.line} holds what line {origin} held (task "
+                            f"{expected[j].task_id} attempt {expected[j].attempt}): moved")
+    if len(actual) < len(expected):
+        first, last = len(actual) + 1, len(expected)
+        span = f"line {first}" if first == last else f"lines {first}–{last}"
+        problems.append(f"{span} missing: the file has {len(actual)} of {len(expected)} lines "
+                        "(truncated?)")
+    elif len(actual) > len(expected):
+        problems.append(f"{len(actual) - len(expected)} line(s) added after line "
+                        f"{len(expected)}: the file has {len(actual)} lines, the sidecar "
+                        f"records {len(expected)}")
+    return problems

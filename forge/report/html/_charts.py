@@ -1,0 +1,383 @@
+"""The report's charts, each an inline SVG string: incumbent scores per step, the forest
+plot of every decision, the budget spent, and the start-to-final deltas per split.
+
+Each chart is drawn from :class:`~forge.report.html._data.RunReport` only; hovering a
+mark shows its numbers (SVG ``<title>``), so the page stays readable without script.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from forge.report.html._data import Incumbent, RunReport, mapping, number, sequence
+from forge.report.html._svg import (
+    COLORS,
+    Scale,
+    fmt,
+    nice_ticks,
+    num,
+    padded,
+    svg_close,
+    svg_open,
+    text,
+    tooltip,
+)
+from forge.stats import Interval
+
+__all__ = ["budget_chart", "forest_plot", "move_text", "score_chart", "split_chart"]
+
+WIDTH = 1100
+_VERDICTS = ("promoted", "rejected", "skipped")
+
+
+def move_text(move: Any) -> str:
+    """``target: before → after`` with Python reprs, as the console shows moves."""
+    if not isinstance(move, dict):
+        return "?"
+    return f"{move.get('target')}: {move.get('before')!r} → {move.get('after')!r}"
+
+
+def _hline(x0: float, x1: float, y: float, color: str, extra: str = "") -> str:
+    return (f'<line x1="{num(x0)}" y1="{num(y)}" x2="{num(x1)}" y2="{num(y)}" '
+            f'stroke="{color}"{extra}/>')
+
+
+def _vline(x: float, y0: float, y1: float, color: str, extra: str = "") -> str:
+    return (f'<line x1="{num(x)}" y1="{num(y0)}" x2="{num(x)}" y2="{num(y1)}" '
+            f'stroke="{color}"{extra}/>')
+
+
+def _y_grid(scale: Scale, x0: float, x1: float, ticks: list[float], spec: str) -> list[str]:
+    out = []
+    for tick in ticks:
+        y = scale(tick)
+        out.append(_hline(x0, x1, y, COLORS["grid"]))
+        out.append(text(x0 - 6, y + 4, format(tick, spec), anchor="end", cls="tick"))
+    return out
+
+
+def _empty(chart_id: str, label: str, message: str) -> str:
+    """A chart with nothing to plot still renders (a framed message), so the page's
+    self-check can tell "no data" from "failed to draw"."""
+    return (svg_open(chart_id, WIDTH, 60, label)
+            + f'<rect x="0.5" y="0.5" width="{WIDTH - 1}" height="59" fill="#f6f8fa" '
+              f'stroke="{COLORS["grid"]}"/>'
+            + text(WIDTH / 2, 35, message, anchor="middle", cls="note") + svg_close())
+
+
+# -- incumbent scores per step ------------------------------------------------------------
+
+def _finite(iv: Interval | None) -> bool:
+    return iv is not None and math.isfinite(iv.low) and math.isfinite(iv.high)
+
+
+def _interval_lines(iv: Interval) -> str:
+    if not _finite(iv):
+        return f"{iv.mean:.3f} ({iv.n} task{'s' if iv.n != 1 else ''}: no interval)"
+    return f"{iv.mean:.3f}  (95% CI {iv.low:.3f} .. {iv.high:.3f}, {iv.n} tasks)"
+
+
+def score_chart(report: RunReport) -> str:
+    """The incumbent's mean dev and val score per step, each with its 95% band."""
+    label = "incumbent dev and val score per step with 95% confidence bands"
+    incs = report.incumbents
+    values = [v for inc in incs for iv in (inc.dev, inc.val) if iv is not None
+              for v in (iv.mean, iv.low, iv.high) if math.isfinite(v)]
+    if not values:
+        why = ("no attempts.jsonl in the run folder" if not report.has_attempts
+               else "no scored attempts of the incumbents")
+        return _empty("chart-scores", label, f"no per-step scores: {why}")
+    height, left, right, top, bottom = 340, 64, 24, 40, 46
+    last = max(report.last_step, 1)
+    xs = Scale(0, last, left, WIDTH - right)
+    lo, hi = padded(values)
+    ys = Scale(lo, hi, height - bottom, top)
+    parts = [svg_open("chart-scores", WIDTH, height, label)]
+    parts += _y_grid(ys, left, WIDTH - right, nice_ticks(lo, hi, 5), ".2f")
+    every = max(1, math.ceil(last / 25))  # at most ~25 step labels
+    for step in range(0, last + 1, every):
+        parts.append(text(xs(step), height - bottom + 18, step, anchor="middle", cls="tick"))
+    parts.append(text((left + WIDTH - right) / 2, height - 8, "step", anchor="middle",
+                      cls="axis-label"))
+    middle = num((top + height - bottom) / 2)
+    parts.append(f'<text class="axis-label" transform="translate(16 {middle}) rotate(-90)" '
+                 'text-anchor="middle">mean score</text>')
+    for index, inc in enumerate(incs[1:], start=1):
+        x = xs(inc.step)
+        parts.append(_vline(x, top - 6, height - bottom, COLORS["promoted"],
+                            ' stroke-dasharray="4 3" opacity="0.7"'))
+        tip = tooltip([f"P{index}: promoted at step {inc.step}", move_text(inc.move)])
+        parts.append(f"<g>{tip}" + text(x, top - 10, f"P{index}", anchor="middle", cls="tick",
+                                         fill=COLORS["promoted"], weight="bold") + "</g>")
+    for series, offset in (("dev", -3.0), ("val", 3.0)):
+        parts += _series(report, incs, series, offset, xs, ys, last)
+    parts += _legend(left + 8, 16, [("dev", "dev (screening seeds)", "line"),
+                                    ("val", "val", "line")],
+                     note="bands: 95% t-interval of the mean over tasks")
+    parts.append(svg_close())
+    return "".join(parts)
+
+
+def _series(report: RunReport, incs: list[Incumbent], series: str, offset: float,
+            xs: Scale, ys: Scale, last: int) -> list[str]:
+    color = COLORS[series]
+    out: list[str] = []
+    path: list[str] = []
+    for index, inc in enumerate(incs):
+        iv: Interval | None = getattr(inc, series)
+        end = incs[index + 1].step if index + 1 < len(incs) else last
+        if iv is None:
+            path.append("")  # a gap: this incumbent has no attempts on the stream
+            continue
+        x0, x1, y = xs(inc.step), xs(end), ys(iv.mean)
+        if _finite(iv):
+            out.append(f'<rect x="{num(x0)}" y="{num(ys(iv.high))}" width="{num(x1 - x0)}" '
+                       f'height="{num(ys(iv.low) - ys(iv.high))}" fill="{color}" '
+                       'fill-opacity="0.14"/>')
+        joined = path and path[-1]
+        path.append(f"{'L' if joined else 'M'}{num(x0)} {num(y)} H{num(x1)}")
+        mark = [f"{series} after step {inc.step}" if inc.step else f"{series} at the start",
+                _interval_lines(iv), f"config {inc.fingerprint[:12]}"]
+        if inc.move is not None:
+            mark.insert(1, f"promoted {move_text(inc.move)}")
+        bar = (_vline(x0 + offset, ys(iv.high), ys(iv.low), color, ' stroke-width="2"')
+               if _finite(iv) else "")
+        out.append(f'<g class="mark">{tooltip(mark)}{bar}<circle cx="{num(x0 + offset)}" '
+                   f'cy="{num(y)}" r="4.5" fill="{color}" stroke="#fff"/></g>')
+    segments = " ".join(p for p in path if p)
+    if segments:
+        out.insert(0, f'<path d="{segments}" fill="none" stroke="{color}" stroke-width="2.5"/>')
+    return out
+
+
+def _legend(x: float, y: float, items: list[tuple[str, str, str]], note: str = "") -> list[str]:
+    out = []
+    for key, label, kind in items:
+        color = COLORS[key]
+        if kind == "line":
+            out.append(_hline(x, x + 18, y - 4, color, ' stroke-width="3"'))
+        else:
+            out.append(f'<circle cx="{num(x + 9)}" cy="{num(y - 4)}" r="5" fill="{color}"/>')
+        out.append(text(x + 24, y, label, cls="legend"))
+        x += 34 + 7 * len(label)
+    if note:
+        out.append(text(x + 10, y, note, cls="note"))
+    return out
+
+
+# -- forest plot --------------------------------------------------------------------------
+
+def _bounds(block: Any) -> tuple[float | None, float | None, float | None]:
+    if not isinstance(block, dict):
+        return None, None, None
+    return number(block.get("effect")), number(block.get("ci_low")), number(block.get("ci_high"))
+
+
+def _decision_tooltip(d: dict[str, Any]) -> list[str]:
+    lines = [f"step {d['step']}: {move_text(d['move'])}  [{d.get('verdict', '?')}]",
+             f"proposed by {d.get('proposer', '?')}: {d.get('reason', '')}"]
+    dev = mapping(d.get("dev"))
+    for name in ("screen", "confirm"):
+        block = dev.get(name)
+        effect, low, high = _bounds(block)
+        if effect is not None and isinstance(block, dict):
+            lines.append(f"{name}: {effect:+.3f} [{fmt(low, '+.3f')} .. {fmt(high, '+.3f')}], "
+                         f"p={fmt(number(block.get('p_value')), '.3g')}, "
+                         f"{block.get('n_tasks', '?')} tasks")
+    for gate in sequence(d.get("gates")):
+        if isinstance(gate, dict):
+            lines.append(f"{'✓' if gate.get('passed') else '✗'} {gate.get('name')}: "
+                         f"{gate.get('reason', '')}")
+    if d.get("why"):
+        lines.append(f"· {d['why']}")
+    return lines
+
+
+def forest_plot(report: RunReport) -> str:
+    """One row per decision: screening and confirmation effect with its interval."""
+    label = "forest plot of every candidate's dev effect with its interval"
+    rows = report.decisions
+    if not rows:
+        return _empty("chart-forest", label, "no candidate was tried")
+    marks: list[float] = [0.0]
+    for d in rows:
+        dev = mapping(d.get("dev"))
+        for name in ("screen", "confirm"):
+            marks += [v for v in _bounds(dev.get(name)) if v is not None]
+    lo, hi = padded(marks, 0.04)
+    row_h, top, bottom, left, right = 22, 44, 36, 380, 215
+    height = top + row_h * len(rows) + bottom
+    xs = Scale(lo, hi, left, WIDTH - right)
+    parts = [svg_open("chart-forest", WIDTH, height, label)]
+    for tick in nice_ticks(lo, hi, 6):
+        x = xs(tick)
+        parts.append(_vline(x, top, height - bottom, COLORS["grid"]))
+        parts.append(text(x, height - bottom + 16, format(tick, "+.2f"), anchor="middle",
+                          cls="tick"))
+    parts.append(text((left + WIDTH - right) / 2, height - 4,
+                      "dev effect (mean per-task score difference, candidate − incumbent)",
+                      anchor="middle", cls="axis-label"))
+    for index, d in enumerate(rows):
+        parts.append(_forest_row(d, top + index * row_h, row_h, xs, left, right,
+                                 stripe=int(d["step"]) % 2 == 1))
+    parts.append(_vline(xs(0.0), top - 4, height - bottom, COLORS["zero"], ' stroke-width="1.2"'))
+    parts += _legend(8, 16, [("promoted", "promoted", "dot"), ("rejected", "rejected", "dot"),
+                             ("skipped", "skipped", "dot")],
+                     note="● screening   ◆ confirmation (fresh seeds)   "
+                          "lines: intervals as journaled (1 − 2α)")
+    parts.append(text(8, top - 8, "step · move", cls="axis-label"))
+    parts.append(text(WIDTH - right + 8, top - 8, "verdict · effect", cls="axis-label"))
+    parts.append(svg_close())
+    return "".join(parts)
+
+
+def _forest_row(d: dict[str, Any], y0: float, row_h: float, xs: Scale, left: float,
+                right: float, *, stripe: bool) -> str:
+    verdict = str(d.get("verdict", "?"))
+    # The class is markup, not text: only the three known verdicts reach it.
+    kind = verdict if verdict in _VERDICTS else "unknown"
+    color = COLORS.get(kind, COLORS["skipped"])
+    mid = y0 + row_h / 2
+    out = [f'<g class="decision {kind}">', tooltip(_decision_tooltip(d))]
+    if verdict == "promoted":
+        out.append(f'<rect x="0" y="{num(y0)}" width="{WIDTH}" height="{num(row_h)}" '
+                   'fill="#dafbe1"/>')
+    elif stripe:
+        out.append(f'<rect x="0" y="{num(y0)}" width="{WIDTH}" height="{num(row_h)}" '
+                   'fill="#f6f8fa"/>')
+    name = f"{d['step']} · {move_text(d['move'])}"
+    if len(name) > 54:
+        name = name[:53] + "…"
+    out.append(text(8, mid + 4, name, cls="row-label",
+                    weight="bold" if verdict == "promoted" else None))
+    dev = mapping(d.get("dev"))
+    shown = []
+    for name, dy, width in (("screen", -3.0, 2.0), ("confirm", 4.0, 3.5)):
+        effect, low, high = _bounds(dev.get(name))
+        if effect is None:
+            continue
+        shown.append(f"{effect:+.3f}")
+        y = mid + (dy if "confirm" in dev else 0.0)
+        # An unknown bound (fewer than two tasks) runs to the edge, dashed.
+        x_lo = xs.clamp(low) if low is not None else xs.start
+        x_hi = xs.clamp(high) if high is not None else xs.end
+        dash = ' stroke-dasharray="3 2"' if low is None or high is None else ""
+        out.append(_hline(x_lo, x_hi, y, color, f' stroke-width="{width}"{dash}'))
+        x = xs.clamp(effect)
+        if name == "screen":
+            out.append(f'<circle cx="{num(x)}" cy="{num(y)}" r="4" fill="{color}"/>')
+        else:
+            out.append(f'<path d="M{num(x)} {num(y - 5.5)} l5.5 5.5 l-5.5 5.5 l-5.5 -5.5 z" '
+                       f'fill="{color}" stroke="#fff" stroke-width="0.8"/>')
+    if not shown:
+        out.append(text(xs.start + 4, mid + 4, "not measured", cls="note"))
+    mark = "★ promoted" if verdict == "promoted" else verdict
+    out.append(text(WIDTH - right + 8, mid + 4, mark, fill=color, cls="row-label",
+                    weight="bold" if verdict == "promoted" else None))
+    out.append(text(WIDTH - 8, mid + 4, " / ".join(shown), anchor="end", cls="tick"))
+    out.append("</g>")
+    return "".join(out)
+
+
+# -- budget ---------------------------------------------------------------------------------
+
+def budget_chart(report: RunReport) -> str:
+    """Rollouts spent after each decision; promotions marked, the budget drawn if near."""
+    label = "rollouts spent over the run"
+    points: list[tuple[str, float, dict[str, Any] | None]] = []
+    spent = number(report.start.get("rollouts_total")) or 0.0
+    points.append(("start config evaluated", spent, None))
+    for d in report.decisions:
+        spent = number(d.get("rollouts_total")) or spent  # illegal proposals carry no totals
+        points.append((f"step {d['step']}: {move_text(d['move'])} [{d.get('verdict')}]",
+                       spent, d))
+    if report.end is not None and number(report.end.get("rollouts_used")) is not None:
+        points.append(("after the test split", float(report.end["rollouts_used"]), None))
+    budget = report.info.options.get("budget")
+    limit = number(budget.get("rollouts")) if isinstance(budget, dict) else None
+    top_value = max(p[1] for p in points)
+    show_limit = limit is not None and limit <= 1.25 * max(top_value, 1.0)
+    height, left, right, top, bottom = 280, 72, 24, 40, 46
+    ys_hi = max(top_value, limit if show_limit and limit else 0.0, 1.0) * 1.06
+    xs = Scale(0, max(len(points) - 1, 1), left, WIDTH - right)
+    ys = Scale(0, ys_hi, height - bottom, top)
+    parts = [svg_open("chart-budget", WIDTH, height, label)]
+    parts += _y_grid(ys, left, WIDTH - right, nice_ticks(0, ys_hi, 5), ",.0f")
+    seen: set[int] = set()
+    every = max(1, math.ceil(report.last_step / 20))
+    for index, (_, _, rec) in enumerate(points):
+        if rec is not None and rec["step"] not in seen:
+            seen.add(rec["step"])
+            if (rec["step"] - 1) % every == 0:
+                parts.append(_vline(xs(index), top, height - bottom, COLORS["grid"]))
+                parts.append(text(xs(index), height - bottom + 18, rec["step"],
+                                  anchor="middle", cls="tick"))
+    parts.append(text((left + WIDTH - right) / 2, height - 8, "decisions in journal order "
+                      "(tick: first decision of a step)", anchor="middle", cls="axis-label"))
+    line = " ".join(f"{'M' if i == 0 else 'L'}{num(xs(i))} {num(ys(v))}"
+                    for i, (_, v, _) in enumerate(points))
+    base = f"L{num(xs(len(points) - 1))} {num(ys(0))} L{num(xs(0))} {num(ys(0))} Z"
+    parts.append(f'<path d="{line} {base}" fill="{COLORS["budget"]}" fill-opacity="0.12"/>')
+    parts.append(f'<path d="{line}" fill="none" stroke="{COLORS["budget"]}" '
+                 'stroke-width="2.5"/>')
+    for index, (what, value, rec) in enumerate(points):
+        promoted = rec is not None and rec.get("verdict") == "promoted"
+        cost = number(rec.get("cost_total")) if rec else None
+        tip = tooltip([what, f"{value:,.0f} rollouts spent",
+                       *([f"cost so far {cost:,.4g}"] if cost is not None else [])])
+        fill = COLORS["promoted"] if promoted else COLORS["budget"]
+        radius = 5 if promoted else 2.5
+        parts.append(f'<g class="mark">{tip}<circle cx="{num(xs(index))}" '
+                     f'cy="{num(ys(value))}" r="{radius}" fill="{fill}"/></g>')
+    if show_limit and limit is not None:
+        parts.append(_hline(left, WIDTH - right, ys(limit), COLORS["rejected"],
+                            ' stroke-dasharray="6 4" stroke-width="1.5"'))
+        parts.append(text(WIDTH - right - 4, ys(limit) - 6, f"budget {limit:,.0f} rollouts",
+                          anchor="end", cls="tick", fill=COLORS["rejected"]))
+    parts += _legend(left + 8, 16, [("budget", "rollouts spent", "line"),
+                                    ("promoted", "promotion", "dot")])
+    parts.append(svg_close())
+    return "".join(parts)
+
+
+# -- start -> final per split ------------------------------------------------------------
+
+def split_chart(blocks: list[tuple[str, dict[str, Any]]], chart_id: str) -> str:
+    """Final − start delta with its 95% interval, one row per split (test highlighted)."""
+    label = "start to final delta with 95% interval per split"
+    rows = [(name, b) for name, b in blocks if number(b.get("delta")) is not None]
+    if not rows:
+        return _empty(chart_id, label, "no start-to-final comparison was recorded")
+    values = [0.0] + [v for _, b in rows for v in (number(b.get(k))
+                                                   for k in ("delta", "ci_low", "ci_high"))
+                      if v is not None]
+    lo, hi = padded(values, 0.08)
+    row_h, top, bottom, left, right = 30, 12, 40, 90, 330
+    height = top + row_h * len(rows) + bottom
+    xs = Scale(lo, hi, left, WIDTH - right)
+    parts = [svg_open(chart_id, WIDTH, height, label)]
+    for tick in nice_ticks(lo, hi, 6):
+        parts.append(_vline(xs(tick), top, height - bottom, COLORS["grid"]))
+        parts.append(text(xs(tick), height - bottom + 16, format(tick, "+.2f"),
+                          anchor="middle", cls="tick"))
+    parts.append(text((left + WIDTH - right) / 2, height - 6, "final − start (mean score)",
+                      anchor="middle", cls="axis-label"))
+    for index, (name, b) in enumerate(rows):
+        mid = top + index * row_h + row_h / 2
+        color = COLORS["promoted"] if name == "test" else COLORS["axis"]
+        delta = float(b["delta"])
+        low, high = number(b.get("ci_low")), number(b.get("ci_high"))
+        summary = (f"{fmt(number(b.get('start')))} → {fmt(number(b.get('final')))}   "
+                   f"Δ {delta:+.3f} [{fmt(low, '+.3f')} .. {fmt(high, '+.3f')}]")
+        parts.append(f'<g class="mark">{tooltip([name, summary])}')
+        parts.append(text(left - 10, mid + 5, name, anchor="end", cls="row-label",
+                          weight="bold" if name == "test" else None))
+        if low is not None and high is not None:
+            parts.append(_hline(xs(low), xs(high), mid, color, ' stroke-width="4"'))
+        parts.append(f'<circle cx="{num(xs(delta))}" cy="{num(mid)}" r="6" fill="{color}" '
+                     'stroke="#fff"/>')
+        parts.append(text(WIDTH - right + 12, mid + 5, summary, cls="row-label") + "</g>")
+    parts.append(_vline(xs(0.0), top, height - bottom, COLORS["zero"], ' stroke-width="1.2"'))
+    parts.append(svg_close())
+    return "".join(parts)

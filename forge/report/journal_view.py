@@ -1,0 +1,239 @@
+"""Console views of search runs for ``forge journal list`` and ``forge journal show``.
+
+Everything read from a journal (reasons, gate texts, setting values) goes into
+:class:`rich.text.Text` cells, never into markup strings: a proposer's reason may
+well contain ``[brackets]`` that rich would otherwise read as styles.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from forge.review import (
+    UNFINISHED,
+    Delta,
+    RunRecords,
+    RunSummary,
+    aux_changes,
+    dev_delta,
+    failing_gates,
+    val_delta,
+)
+
+__all__ = ["run_footer", "run_header", "run_problems", "runs_table", "steps_table"]
+
+VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
+STATUS_STYLE = {"finished": "", UNFINISHED: "yellow", "damaged": "bold red"}
+
+
+def _f(x: float | None, fmt: str = "+.3f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _when(at: datetime | None) -> str:
+    """A start time in UTC, as journals write it, so two people see the same text."""
+    if at is None:
+        return "—"
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC)
+    return at.strftime("%Y-%m-%d %H:%M:%S") + "Z"
+
+
+def _test_text(test: dict[str, Any] | None) -> str:
+    if not test or test.get("delta") is None:
+        return "—"
+    return (f"{_f(test.get('delta'))}\n{_f(test.get('ci_low'))} .. "
+            f"{_f(test.get('ci_high'))}")
+
+
+def runs_table(runs: list[RunSummary], title: str) -> Table:
+    """One row per run: bench, start time, steps, promotions, stop reason, test Δ.
+
+    A damaged run's row says only "damaged": the problem is a whole sentence naming a
+    file, which :func:`run_problems` prints on its own line under the table.
+    """
+    table = Table(title=title, title_justify="left")
+    table.add_column("run", overflow="fold")
+    table.add_column("bench", overflow="fold")
+    table.add_column("started (UTC)", overflow="fold")
+    # Counts never wrap; on a narrow console the text columns give way instead.
+    table.add_column("steps", justify="right", no_wrap=True)
+    table.add_column("promoted", justify="right", no_wrap=True)
+    table.add_column("stop", overflow="fold")
+    table.add_column("test Δ (95% CI)", overflow="fold")
+    for run in runs:
+        if run.status == "finished":
+            stop = Text(run.stop_reason or "—")
+        else:
+            # The stop reason is known once the stop record is written, even if the
+            # run was then killed while the test split was being evaluated.
+            text = run.status + (f" (stopped: {run.stop_reason})" if run.stop_reason else "")
+            stop = Text(text, style=STATUS_STYLE.get(run.status, ""))
+        table.add_row(Text(run.run_id), Text(run.bench or "—"), _when(run.created_at),
+                      _f(run.steps, "d"), _f(run.promotions, "d"), stop,
+                      _test_text(run.test))
+    return table
+
+
+def run_problems(runs: list[RunSummary]) -> list[Text]:
+    """One line per damaged run: its id and what is wrong with it."""
+    return [Text(f"{run.run_id}: {run.problem}", style=STATUS_STYLE["damaged"])
+            for run in runs if run.problem]
+
+
+def _values(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v!r}" for k, v in values.items()) or "—"
+
+
+def _options(options: dict[str, Any]) -> str:
+    """``run.json`` options on one line; an unset budget and no first moves say nothing."""
+    parts = []
+    for key, value in options.items():
+        if key == "budget" and isinstance(value, dict):
+            set_ = {k: v for k, v in value.items() if v is not None}
+            parts.append("budget " + (" ".join(f"{k}={v}" for k, v in set_.items())
+                                      or "unlimited"))
+        elif key == "first_moves" and isinstance(value, list):
+            if value:
+                parts.append(f"first_moves={len(value)}")
+        else:
+            parts.append(f"{key}={value}")
+    return " · ".join(parts) or "—"
+
+
+def run_header(run: RunRecords) -> Table:
+    """What was searched, from where, how, and how it ended (test result with its CI)."""
+    info = run.info
+    table = Table(title=escape(f"run {info.run_id} · {info.bench}"), show_header=False,
+                  title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("bench", Text(f"{info.bench} ({info.bench_path})"))
+    table.add_row("started", _when(info.created_at))
+    table.add_row("seed", str(info.seed))
+    table.add_row("start config", Text(f"{_values(info.start_config)} · "
+                                       f"{info.start_fingerprint[:12]}"))
+    table.add_row("options", Text(_options(info.options)))
+    if run.start is not None:
+        table.add_row("start scores", f"dev {_f(run.start.get('dev_mean'), '.3f')} · "
+                                      f"val {_f(run.start.get('val_mean'), '.3f')}")
+    if run.stop is not None:
+        stop = Text(f"{run.stop.get('reason')} after {run.stop.get('step')} steps: "
+                    f"{run.stop.get('text', '')}")
+    elif run.stop_reason is not None:
+        stop = Text(run.stop_reason)
+    else:
+        stop = Text(f"{UNFINISHED}: no stop record yet", style=STATUS_STYLE[UNFINISHED])
+    table.add_row("stop", stop)
+    table.add_row("test", _test_row(run))
+    return table
+
+
+def _test_row(run: RunRecords) -> Text:
+    t = run.test
+    if t is None:
+        why = ("not run" if run.finished else
+               "not yet: the test split is evaluated once, after the search stops")
+        return Text(why, style="dim")
+    p = t.get("p_value_two_sided")
+    confidence = t.get("confidence")
+    level = f"{confidence:.0%}" if isinstance(confidence, int | float) else "95%"
+    return Text(f"{_f(t.get('start'), '.3f')} → {_f(t.get('final'), '.3f')}, "
+                f"Δ {_f(t.get('delta'))} ({level} CI "
+                f"{_f(t.get('ci_low'))} .. {_f(t.get('ci_high'))}, "
+                f"{t.get('n_tasks', '?')} tasks"
+                + (f", two-sided p={p:.3g})" if isinstance(p, int | float) else ")"))
+
+
+def _delta_cell(d: Delta | None) -> Text:
+    """The effect over its lower bound, two short lines so that the column stays narrow."""
+    if d is None:
+        return Text("—")
+    cell = Text(f"{d.effect:+.3f}\nlb {_f(d.ci_low)}")
+    if d.stage == "screen":
+        # A screening effect is selection on reused seeds, not the tested one: marked.
+        cell.append("\nscreen", style="dim italic")
+    return cell
+
+
+def _val_cell(record: dict[str, Any]) -> Text:
+    d = val_delta(record)
+    if d is not None:
+        return _delta_cell(d)
+    if "val" in (record.get("gates_not_run") or []):
+        return Text("not run", style="dim")  # a dev-side gate failed first
+    return Text("—")
+
+
+def _aux_cell(record: dict[str, Any]) -> Text:
+    lines = []
+    for change in aux_changes(record):
+        rel = change.relative
+        shown = f"{100 * rel:+.1f}%" if rel is not None else f"{change.change:+.4g}"
+        lines.append(f"{change.metric} {shown}")
+    return Text("\n".join(lines) or "—")
+
+
+def _move_cell(record: dict[str, Any]) -> Text:
+    move = record.get("move") or {}
+    cell = Text(f"{move.get('target')} {move.get('before')!r} → {move.get('after')!r}",
+                style="bold")
+    cell.append(f"\n{record.get('proposer')}: {record.get('reason')}")
+    return cell
+
+
+def _verdict_cell(record: dict[str, Any]) -> Text:
+    """The verdict, then each failing gate with its reason, then the search's ``why``."""
+    verdict = str(record.get("verdict", "?"))
+    cell = Text(verdict, style=VERDICT_STYLE.get(verdict, ""))
+    for gate in failing_gates(record):
+        cell.append("\n")
+        cell.append(gate["name"], style="bold red")
+        cell.append(f": {gate['reason']}")
+    why = record.get("why")
+    if why:
+        cell.append(f"\n{why}", style="dim")
+    if verdict == "promoted":
+        cell.append(f"\nall {len(record.get('gates') or [])} gates passed", style="green")
+    return cell
+
+
+def steps_table(run: RunRecords) -> Table:
+    """One row per candidate record: the move, who proposed it and why, dev and val
+    deltas with their lower bounds, auxiliary changes, the verdict and what refused it."""
+    table = Table(title=f"{len(run.candidates)} candidates over {run.steps} steps",
+                  title_justify="left", show_lines=True)
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("move · proposer: reason", ratio=4, overflow="fold")
+    table.add_column("dev Δ", no_wrap=True)
+    table.add_column("val Δ", no_wrap=True)
+    table.add_column("aux Δ", overflow="fold")
+    table.add_column("verdict · failing gate: why", ratio=5, overflow="fold")
+    for r in run.candidates:
+        table.add_row(str(r.get("step", "?")), _move_cell(r), _delta_cell(dev_delta(r)),
+                      _val_cell(r), _aux_cell(r), _verdict_cell(r))
+    return table
+
+
+def run_footer(run: RunRecords) -> list[Text]:
+    """The promotions chain, the rollouts spent and what racing saved, one line each."""
+    lines = []
+    chain = ", ".join(f"{p['target']} {p['before']!r} → {p['after']!r} (step {p['step']})"
+                      for p in run.promotions)
+    lines.append(Text("promoted: " + (chain or "nothing (the start config stands)")))
+    used = run.rollouts_used
+    spent = "—" if used is None else str(used)
+    scope = " (test split included)" if run.finished else " so far"
+    lines.append(Text(f"rollouts: {spent} used{scope if used is not None else ''}; "
+                      f"{run.saved_by_racing} saved by racing"))
+    if not run.finished:
+        # Resume finds a run as <journals>/<folder name>: name both, for a copied folder too.
+        lines.append(Text(f"unfinished: no end record; if the run was interrupted, "
+                          f"`forge search --resume {run.folder.name} --journals "
+                          f"{run.folder.parent}` continues it", style="yellow"))
+    return lines

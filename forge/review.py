@@ -1,0 +1,407 @@
+"""Reading finished, interrupted and damaged search runs back for review.
+
+A run folder (see :mod:`forge.journal`) holds ``run.json`` and ``journal.jsonl``;
+this module turns them into plain data that any front end can render: the console
+tables of ``forge journal``, an HTML report, a promotion check. Nothing here
+prints or imports rich.
+
+Three levels, from cheap to detailed:
+
+- :func:`list_runs` summarizes every run folder under a journals root, one
+  :class:`RunSummary` each, and never raises for one bad folder: the problem is
+  put on that folder's summary so the other runs still show.
+- :func:`load_run_records` reads one run into :class:`RunRecords`, its records
+  split by kind (``start``, ``candidate``, ``stop``, ``test``, ``end``).
+- :func:`step_records` gives the candidate records in the shape that
+  ``forge journal show RUN --json`` promises (DESIGN.md, CLI); :func:`dev_delta`,
+  :func:`val_delta`, :func:`aux_changes` and :func:`failing_gates` pick out what a
+  person reads in a step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forge.errors import JournalError
+from forge.journal import RunInfo, load_run, read_records
+
+__all__ = [
+    "STEP_KEYS",
+    "UNFINISHED",
+    "AuxChange",
+    "Delta",
+    "RunRecords",
+    "RunSummary",
+    "aux_changes",
+    "dev_delta",
+    "failing_gates",
+    "json_safe",
+    "list_runs",
+    "load_run_records",
+    "resolve_run",
+    "step_records",
+    "summarize_run",
+    "val_delta",
+]
+
+#: The keys every step record of ``forge journal show RUN --json`` has (DESIGN.md, CLI).
+STEP_KEYS = ("step", "move", "inverse", "proposer", "reason", "verdict", "rollouts", "gates")
+
+#: A run without an ``end`` record: still running, or killed (and resumable).
+UNFINISHED = "running/interrupted"
+
+
+# -- one run ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    """One run folder read back: ``run.json`` and its journal records split by kind.
+
+    A run that was killed (or is still running) simply lacks the later records:
+    ``stop``, ``test`` and ``end`` are None and ``candidates`` holds the steps so far.
+    """
+
+    folder: Path
+    info: RunInfo
+    start: dict[str, Any] | None = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    stop: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    #: Records of kinds this forge does not know, kept so that nothing read is dropped.
+    other: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        """The id ``run.json`` records (the folder's name unless it was copied)."""
+        return self.info.run_id
+
+    @property
+    def finished(self) -> bool:
+        """True once the ``end`` record is on disk: nothing more will be appended."""
+        return self.end is not None
+
+    @property
+    def steps(self) -> int:
+        """Steps taken: from the ``end``/``stop`` record, else the last step journaled."""
+        for record, key in ((self.end, "steps"), (self.stop, "step")):
+            if record is not None and isinstance(record.get(key), int):
+                return int(record[key])
+        return max((int(r["step"]) for r in self.candidates if isinstance(r.get("step"), int)),
+                   default=0)
+
+    @property
+    def promotions(self) -> list[dict[str, Any]]:
+        """``{step, target, before, after}`` per promotion, in order.
+
+        Read from the candidate records rather than the ``end`` record, so that an
+        interrupted run shows the promotions it made before it stopped.
+        """
+        return [{"step": r.get("step"), **_move(r.get("move"))}
+                for r in self.candidates if r.get("verdict") == "promoted"]
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the search stopped (``max_steps``, ``patience``, ...); None until it has."""
+        for record, key in ((self.end, "stop_reason"), (self.stop, "reason")):
+            if record is not None and record.get(key):
+                return str(record[key])
+        return None
+
+    @property
+    def rollouts_used(self) -> int | None:
+        """Rollouts spent: the ``end`` total (test split included) or the latest running
+        total a record carries (None before the ``start`` record)."""
+        if self.end is not None and isinstance(self.end.get("rollouts_used"), int):
+            return int(self.end["rollouts_used"])
+        totals = [r["rollouts_total"] for r in (self.start, *self.candidates, self.stop)
+                  if r is not None and isinstance(r.get("rollouts_total"), int)]
+        return totals[-1] if totals else None
+
+    @property
+    def saved_by_racing(self) -> int:
+        """Rollouts racing did not have to spend, summed over every screened candidate."""
+        return sum(int(r.get("saved_by_racing") or 0) for r in self.candidates)
+
+
+def resolve_run(run: str, journals: Path) -> Path:
+    """The folder of ``run``: a run id under ``journals``, or a path to a run folder.
+
+    The id is tried first, as ``forge search --run-id`` names runs that way; a path
+    lets a person review a run copied elsewhere. Raises :class:`JournalError` (one
+    line, exit 2 in the CLI) when neither holds a ``run.json``.
+    """
+    by_id = journals / run
+    if (by_id / "run.json").is_file():
+        return by_id
+    as_path = Path(run)
+    if (as_path / "run.json").is_file():
+        return as_path
+    raise JournalError(f"no run {run!r}: neither {by_id} nor {as_path} is a run folder "
+                       "(no run.json)")
+
+
+def load_run_records(folder: Path) -> RunRecords:
+    """Read ``folder`` into :class:`RunRecords`.
+
+    Raises :class:`JournalError` for an unreadable ``run.json`` or a journal damaged
+    mid-file. A torn last line (a kill mid-write) is skipped, and a missing
+    ``journal.jsonl`` reads as no records: a search writes ``run.json`` first and
+    its first record only after evaluating the start config.
+    """
+    info = load_run(folder)
+    try:
+        records = read_records(folder) if (folder / "journal.jsonl").exists() else []
+    except OSError as exc:  # e.g. unreadable, or a folder where the file should be
+        raise JournalError(f"cannot read the journal: {exc.strerror or exc}",
+                           file=folder / "journal.jsonl") from None
+    split: dict[str, Any] = {"start": None, "stop": None, "test": None, "end": None}
+    candidates: list[dict[str, Any]] = []
+    other: list[dict[str, Any]] = []
+    for record in records:
+        kind = record.get("kind")
+        if kind == "candidate":
+            candidates.append(record)
+        elif kind in split and isinstance(kind, str):
+            split[kind] = record  # one of each in a run; the last one wins if not
+        else:
+            other.append(record)
+    return RunRecords(folder=folder, info=info, candidates=candidates, other=other, **split)
+
+
+# -- the --json contract ---------------------------------------------------------------
+
+
+def _move(value: Any) -> dict[str, Any]:
+    """``{target, before, after}`` from a record's move (absent parts are None)."""
+    move = value if isinstance(value, dict) else {}
+    return {"target": move.get("target"), "before": move.get("before"),
+            "after": move.get("after")}
+
+
+def _gates(value: Any) -> list[dict[str, Any]]:
+    gates = value if isinstance(value, list) else []
+    return [{"name": str(g.get("name", "")), "passed": bool(g.get("passed")),
+             "reason": str(g.get("reason", ""))} for g in gates if isinstance(g, dict)]
+
+
+def step_records(run: RunRecords) -> list[dict[str, Any]]:
+    """One JSON object per candidate record, in journal order.
+
+    Each has :data:`STEP_KEYS` first (a record that spent nothing, such as a move
+    skipped as already tried or refused as illegal, has ``rollouts`` 0 and may have
+    ``gates`` []), then the rest of the journal record (``dev``, ``val``, ``aux``,
+    ``why``, running totals, ...) so that a script loses nothing the journal has.
+    """
+    out: list[dict[str, Any]] = []
+    for r in run.candidates:
+        step = {"step": r.get("step"), "move": _move(r.get("move")),
+                "inverse": _move(r.get("inverse")), "proposer": r.get("proposer"),
+                "reason": r.get("reason"), "verdict": r.get("verdict"),
+                "rollouts": int(r.get("rollouts") or 0), "gates": _gates(r.get("gates"))}
+        step.update({k: v for k, v in r.items() if k not in step and k != "kind"})
+        out.append(json_safe(step))
+    return out
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None: strict JSON has no NaN or infinity, and a
+    hand-edited journal can hold them even though forge never writes them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+# -- what a person reads in a step -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A paired score difference (candidate minus incumbent) and its confidence bounds.
+
+    ``stage`` is ``"confirm"`` (fresh dev seeds: the one the dev gate decides on),
+    ``"screen"`` (racing on the screening seeds: selection only, no guarantee) or
+    ``"val"``.
+    """
+
+    effect: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_tasks: int | None
+    stage: str
+
+
+def _delta(block: Any, stage: str) -> Delta | None:
+    if not isinstance(block, dict) or not isinstance(block.get("effect"), int | float):
+        return None
+    return Delta(effect=float(block["effect"]), ci_low=_num(block.get("ci_low")),
+                 ci_high=_num(block.get("ci_high")), p_value=_num(block.get("p_value")),
+                 n_tasks=block.get("n_tasks") if isinstance(block.get("n_tasks"), int) else None,
+                 stage=stage)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def dev_delta(record: dict[str, Any]) -> Delta | None:
+    """The confirmation effect when the candidate was confirmed, else its screening effect
+    (None for a move that was never evaluated)."""
+    dev = record.get("dev")
+    if not isinstance(dev, dict):
+        return None
+    return _delta(dev.get("confirm"), "confirm") or _delta(dev.get("screen"), "screen")
+
+
+def val_delta(record: dict[str, Any]) -> Delta | None:
+    """The val non-inferiority test, when val was opened for this candidate."""
+    return _delta(record.get("val"), "val")
+
+
+@dataclass(frozen=True)
+class AuxChange:
+    """An auxiliary metric's mean before and after a move (on the confirmation seeds)."""
+
+    metric: str
+    before: float
+    after: float
+    direction: str | None
+
+    @property
+    def change(self) -> float:
+        """``after - before``, in the metric's own unit."""
+        return self.after - self.before
+
+    @property
+    def relative(self) -> float | None:
+        """The change as a fraction of ``before``; None when ``before`` is 0."""
+        return None if self.before == 0 else self.change / abs(self.before)
+
+
+def aux_changes(record: dict[str, Any]) -> list[AuxChange]:
+    """The auxiliary metrics a confirmed candidate journaled, in journal order.
+
+    Candidates refused before confirmation carry no ``aux`` block (their aux gate's
+    reason says what broke); they give [].
+    """
+    aux = record.get("aux")
+    if not isinstance(aux, dict):
+        return []
+    out = []
+    for metric, details in aux.items():
+        if not isinstance(details, dict):
+            continue
+        before, after = _num(details.get("before")), _num(details.get("after"))
+        if before is None or after is None:
+            continue
+        direction = details.get("direction")
+        out.append(AuxChange(str(metric), before, after,
+                             direction if isinstance(direction, str) else None))
+    return out
+
+
+def failing_gates(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The gates this candidate failed, ``{name, passed, reason}`` each, in journal order."""
+    return [g for g in _gates(record.get("gates")) if not g["passed"]]
+
+
+# -- every run -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of ``forge journal list``.
+
+    ``run_id`` is the folder's name, which is what ``forge journal show`` and
+    ``forge search --resume`` take (it equals ``run.json``'s id unless the folder was
+    copied under another name).
+
+    ``status`` is ``"finished"``, ``"running/interrupted"`` (no ``end`` record yet)
+    or ``"damaged"``, in which case ``problem`` says what is wrong and the fields
+    that could not be read are None.
+    """
+
+    run_id: str
+    folder: Path
+    status: str
+    bench: str | None = None
+    created_at: datetime | None = None
+    steps: int | None = None
+    candidates: int | None = None
+    promotions: int | None = None
+    stop_reason: str | None = None
+    rollouts_used: int | None = None
+    test: dict[str, Any] | None = None
+    problem: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as one object of ``forge journal list --json``."""
+        out: dict[str, Any] = json_safe({
+            "run_id": self.run_id, "folder": str(self.folder), "status": self.status,
+            "bench": self.bench,
+            "created_at": None if self.created_at is None else self.created_at.isoformat(),
+            "steps": self.steps, "candidates": self.candidates, "promotions": self.promotions,
+            "stop_reason": self.stop_reason, "rollouts_used": self.rollouts_used,
+            "test": self.test, "problem": self.problem})
+        return out
+
+
+def summarize_run(folder: Path) -> RunSummary:
+    """The :class:`RunSummary` of one run folder; a damaged folder gives a summary with
+    ``problem`` set instead of raising, so one bad run does not hide the others."""
+    try:
+        run = load_run_records(folder)
+    except JournalError as exc:
+        info = _info_or_none(folder)
+        return RunSummary(run_id=folder.name, folder=folder,
+                          status="damaged", bench=info.bench if info else None,
+                          created_at=info.created_at if info else None, problem=str(exc))
+    test = None
+    if run.test is not None:
+        test = {k: run.test.get(k) for k in ("start", "final", "delta", "ci_low", "ci_high")}
+    return RunSummary(run_id=folder.name, folder=folder,
+                      status="finished" if run.finished else UNFINISHED,
+                      bench=run.info.bench, created_at=run.info.created_at, steps=run.steps,
+                      candidates=len(run.candidates), promotions=len(run.promotions),
+                      stop_reason=run.stop_reason, rollouts_used=run.rollouts_used, test=test)
+
+
+def _info_or_none(folder: Path) -> RunInfo | None:
+    try:
+        return load_run(folder)
+    except JournalError:
+        return None
+
+
+def list_runs(journals: Path) -> list[RunSummary]:
+    """Every run folder (a folder with ``run.json``) directly under ``journals``, oldest
+    first; an absent ``journals`` folder has no runs.
+
+    A run whose ``run.json`` cannot be read has no start time; it is placed by the
+    file's modification time, which ``forge search`` sets when the run starts.
+    """
+    if not journals.is_dir():
+        return []
+    summaries = [summarize_run(folder) for folder in sorted(journals.iterdir())
+                 if folder.is_dir() and (folder / "run.json").is_file()]
+
+    def started(s: RunSummary) -> tuple[datetime, str]:
+        when = s.created_at
+        if when is None:
+            when = datetime.fromtimestamp((s.folder / "run.json").stat().st_mtime, UTC)
+        elif when.tzinfo is None:  # a naive time in run.json is taken as UTC, as written
+            when = when.replace(tzinfo=UTC)
+        return when, s.run_id
+
+    return sorted(summaries, key=started)
