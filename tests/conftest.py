@@ -215,3 +215,32 @@ def read_calls(bench_file: Path) -> list[dict[str, Any]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+def run_forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    """Run ``forge ARGS`` in-process; returns (exit code, stdout, stderr)."""
+    from forge.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_forge_json(capsys: pytest.CaptureFixture[str], *args: object) -> Any:
+    """``forge ARGS`` that must succeed and print one JSON document on stdout."""
+    code, out, err = run_forge(capsys, *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_user_error(code: int, out: str, err: str, *fragments: str) -> str:
+    """Exit 2, nothing on stdout, exactly one ``forge: error:`` line on stderr."""
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("forge: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert out == ""
+    return lines[0]

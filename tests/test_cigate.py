@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ARITH
+from conftest import assert_user_error as assert_one_line_error
+from conftest import run_forge as forge
 
 from forge.cigate import (
     GateOptions,
@@ -56,23 +58,6 @@ def saved(tmp_path: Path, name: str, outcomes: Outcomes) -> Path:
     path = tmp_path / name
     save_result(make_result(outcomes), path)
     return path
-
-
-def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> None:
-    assert code == 2
-    assert out == ""
-    assert "Traceback" not in err
-    lines = err.strip("\n").splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("forge: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 @pytest.fixture(autouse=True)

@@ -9,43 +9,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import ARITH, MakeBench
+from conftest import ARITH, MakeBench, assert_user_error
+from conftest import run_forge as forge
+from conftest import run_forge_json as forge_json
 
-from forge.cli import main
 from forge.results import SUMMARY_KEYS, load_result
 
 BENCH = str(ARITH)
 REGISTRY = str(ARITH / "registry.yaml")
 SETTINGS = ("effort", "temperature", "width", "mode", "verify")
-
-
-def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    """Run ``forge ARGS`` in-process; returns (exit code, stdout, stderr)."""
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def forge_json(capsys: pytest.CaptureFixture[str], *args: object) -> Any:
-    code, out, err = forge(capsys, *args)
-    assert code == 0, err
-    return json.loads(out)
-
-
-def assert_user_error(code: int, out: str, err: str, *fragments: str) -> str:
-    """Exit 2, nothing on stdout, exactly one ``forge: error:`` line on stderr."""
-    assert code == 2
-    assert "Traceback" not in err
-    lines = err.strip("\n").splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("forge: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
-    assert out == ""
-    return lines[0]
 
 
 # -- forge eval ----------------------------------------------------------------------

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import ARITH
+from conftest import assert_user_error as assert_one_line_error
+from conftest import run_forge as forge
 
 import forge.export as export_mod
 from forge._files import atomic_write_text
@@ -27,23 +29,6 @@ from forge.export import (
 from forge.harness import RunOutput
 from forge.results import AttemptResult, EvalResult, TaskResult, load_result
 from forge.scorers import Score
-
-
-def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> None:
-    assert code == 2
-    assert out == ""
-    assert "Traceback" not in err
-    lines = err.strip("\n").splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("forge: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def attempt(task_id: str, i: int, passed: bool | None, output: Any = "answer") -> AttemptResult:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+from conftest import assert_user_error
+from conftest import run_forge as forge
+from conftest import run_forge_json as forge_json
 from test_review import CUT_AFTER, make_runs, write_fake_run
 
-from forge.cli import main
 from forge.review import STEP_KEYS, load_run_records, step_records
 
 GATE_NAME = re.compile(r"^(dev|val|legal|aux:.+|floor:.+)$")
@@ -25,30 +25,6 @@ def journals(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     # Wide enough that no cell the tests look for is wrapped across lines.
     monkeypatch.setenv("COLUMNS", "300")
-
-
-def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    """Run ``forge ARGS`` in-process; returns (exit code, stdout, stderr)."""
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def forge_json(capsys: pytest.CaptureFixture[str], *args: object) -> Any:
-    code, out, err = forge(capsys, *args)
-    assert code == 0, err
-    return json.loads(out)  # the whole of stdout is one JSON document
-
-
-def assert_user_error(code: int, out: str, err: str, *fragments: str) -> None:
-    """Exit 2, nothing on stdout, exactly one ``forge: error:`` line on stderr."""
-    assert code == 2
-    assert "Traceback" not in err and out == ""
-    lines = err.strip("\n").splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("forge: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 # -- list ---------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import run_forge as forge
 from conftest import write_search_bench
 
 import forge.promote as promote_module
@@ -116,13 +117,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def forge(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    """Run ``forge ARGS`` in-process; returns (exit code, stdout, stderr)."""
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def ok(capsys: pytest.CaptureFixture[str], *args: object) -> str:
     code, out, err = forge(capsys, *args)
