@@ -6,7 +6,7 @@
     python3 run.py lint                             # ruff and mypy
 
 Creates ``.venv`` beside this file on first use (or reuses it) and installs forge
-with its dev extras into it; reinstalls when pyproject.toml changes. Standard
+with its dev and ray extras into it; reinstalls when pyproject.toml changes. Standard
 library only, since nothing else is installed yet.
 """
 
@@ -44,7 +44,9 @@ def ensure_venv() -> None:
     print("run.py: installing forge and its dev tools into the virtualenv", file=sys.stderr)
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "-e", f"{ROOT}[dev]"], check=True)
+    # With Ray (the ``ray`` extra): its tests start a local Ray instance, and CI runs
+    # them. It installs in seconds from wheels.
+    subprocess.run([*pip, "-e", f"{ROOT}[dev,ray]"], check=True)
     STAMP.write_text(_wanted_stamp())
 
 

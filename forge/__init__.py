@@ -5,36 +5,117 @@ One setting at a time, scored by repeated rollouts, promoted only through gates.
 
 from __future__ import annotations
 
-from forge.bench import Bench, BenchFile, load_bench
-from forge.compare import ResultDiff, TaskDiff, diff_results
-from forge.errors import (
-    BenchError,
-    ConfigError,
-    EvaluationInterrupted,
-    ForgeError,
-    IncomparableError,
-    InputFileError,
-    MoveError,
-    RegistryError,
-    ResultFileError,
-    StaleMoveError,
-    UserError,
-)
-from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
-from forge.gates import GateResult
-from forge.harness import AttemptContext, Harness, RunOutput, ToolCall, Usage
-from forge.launch import launch_search, resume_search
-from forge.moves import Move, apply_move, neighbourhood
-from forge.proposers import Proposal, Proposer
-from forge.registry import Config, Registry, load_config, load_registry
-from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
-from forge.rollout import RolloutEngine, derive_seed
-from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
-from forge.scorers import Score, Scorer
-from forge.search import Search, SearchOptions, SearchOutcome
-from forge.spec import Spec
-from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
-from forge.task import ExpectedTool, Task
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from forge.bench import Bench, BenchFile, load_bench
+    from forge.compare import ResultDiff, TaskDiff, diff_results
+    from forge.errors import (
+        BenchError,
+        ConfigError,
+        EvaluationInterrupted,
+        ForgeError,
+        IncomparableError,
+        InputFileError,
+        MoveError,
+        RegistryError,
+        ResultFileError,
+        StaleMoveError,
+        UserError,
+    )
+    from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
+    from forge.gates import GateResult
+    from forge.harness import AttemptContext, Harness, RunOutput, ToolCall, Usage
+    from forge.launch import launch_search, resume_search
+    from forge.moves import Move, apply_move, neighbourhood
+    from forge.proposers import Proposal, Proposer
+    from forge.registry import Config, Registry, load_config, load_registry
+    from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
+    from forge.rollout import RolloutEngine, derive_seed
+    from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
+    from forge.scorers import Score, Scorer
+    from forge.search import Search, SearchOptions, SearchOutcome
+    from forge.spec import Spec
+    from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
+    from forge.task import ExpectedTool, Task
+
+# Imported on first use, not with the package: a worker process (forge's process
+# executor) imports a few forge modules, and importing every one of them (scipy,
+# optuna's proposers) cost it a second per start.
+_LAZY: dict[str, str] = {
+    'Bench': 'forge.bench',
+    'BenchFile': 'forge.bench',
+    'load_bench': 'forge.bench',
+    'ResultDiff': 'forge.compare',
+    'TaskDiff': 'forge.compare',
+    'diff_results': 'forge.compare',
+    'BenchError': 'forge.errors',
+    'ConfigError': 'forge.errors',
+    'EvaluationInterrupted': 'forge.errors',
+    'ForgeError': 'forge.errors',
+    'IncomparableError': 'forge.errors',
+    'InputFileError': 'forge.errors',
+    'MoveError': 'forge.errors',
+    'RegistryError': 'forge.errors',
+    'ResultFileError': 'forge.errors',
+    'StaleMoveError': 'forge.errors',
+    'UserError': 'forge.errors',
+    'DEFAULT_SEED': 'forge.evaluate',
+    'evaluate': 'forge.evaluate',
+    'evaluate_async': 'forge.evaluate',
+    'GateResult': 'forge.gates',
+    'AttemptContext': 'forge.harness',
+    'Harness': 'forge.harness',
+    'RunOutput': 'forge.harness',
+    'ToolCall': 'forge.harness',
+    'Usage': 'forge.harness',
+    'launch_search': 'forge.launch',
+    'resume_search': 'forge.launch',
+    'Move': 'forge.moves',
+    'apply_move': 'forge.moves',
+    'neighbourhood': 'forge.moves',
+    'Proposal': 'forge.proposers',
+    'Proposer': 'forge.proposers',
+    'Config': 'forge.registry',
+    'Registry': 'forge.registry',
+    'load_config': 'forge.registry',
+    'load_registry': 'forge.registry',
+    'AttemptResult': 'forge.results',
+    'EvalResult': 'forge.results',
+    'TaskResult': 'forge.results',
+    'load_result': 'forge.results',
+    'save_result': 'forge.results',
+    'RolloutEngine': 'forge.rollout',
+    'derive_seed': 'forge.rollout',
+    'RuntimeDecision': 'forge.runtime',
+    'RuntimeJournal': 'forge.runtime',
+    'RuntimeMutator': 'forge.runtime',
+    'RuntimeRun': 'forge.runtime',
+    'Score': 'forge.scorers',
+    'Scorer': 'forge.scorers',
+    'Search': 'forge.search',
+    'SearchOptions': 'forge.search',
+    'SearchOutcome': 'forge.search',
+    'Spec': 'forge.spec',
+    'Interval': 'forge.stats',
+    'PairedTest': 'forge.stats',
+    'mean_interval': 'forge.stats',
+    'paired_test': 'forge.stats',
+    'spent_alpha': 'forge.stats',
+    'ExpectedTool': 'forge.task',
+    'Task': 'forge.task',
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'forge' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -14,11 +14,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from forge._digest import canonical_json, digest_of, sha256_hex
 from forge._files import YamlDocument, load_yaml, raise_validation_error, read_jsonl
 from forge.errors import BenchError, InputFileError
+from forge.executors import Executor, ExecutorSettings, open_executor
 from forge.harness import HARNESSES, Harness
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.scorers import SCORERS, Scorer
@@ -87,6 +95,23 @@ class SearchSettings(_Strict):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
 
+class ExecutorField(_Strict):
+    """Where attempts run by default: ``executor: process`` or ``{name: process, workers: 2}``.
+
+    The CLI's ``--executor``/``--workers``/``--ray-address`` override it. Results do not
+    depend on it, so it is not part of the env fingerprint.
+    """
+
+    name: Literal["local", "process", "ray"] = "local"
+    workers: int | None = Field(default=None, ge=1)
+    ray_address: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+
 class BenchFile(_Strict):
     """The bench YAML as written (paths still relative to the file)."""
 
@@ -101,6 +126,7 @@ class BenchFile(_Strict):
     metrics: dict[str, MetricSpec] = Field(default_factory=dict)
     gates: GateSettings = Field(default_factory=GateSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    executor: ExecutorField = Field(default_factory=ExecutorField)
 
     @field_validator("splits")
     @classmethod
@@ -137,6 +163,17 @@ class Bench:
 
     def build_harness(self) -> Harness:
         return HARNESSES.build(self.harness_spec, self.context("harness"))
+
+    def executor_settings(self, name: str | None = None, workers: int | None = None,
+                          ray_address: str | None = None) -> ExecutorSettings:
+        """The bench's ``executor`` field, each part overridden when given."""
+        e = self.spec.executor
+        return ExecutorSettings(name=name or e.name, workers=workers or e.workers,
+                                ray_address=ray_address or e.ray_address)
+
+    def open_executor(self, settings: ExecutorSettings) -> Executor | None:
+        """The executor for this bench's harness; None for the local lanes."""
+        return open_executor(settings, self.harness_spec, str(self.folder))
 
     @property
     def scorer(self) -> Scorer:

@@ -27,6 +27,7 @@ from forge.commands import register_all
 from forge.compare import diff_results
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
 from forge.evaluate import DEFAULT_SEED, evaluate
+from forge.executors import EXECUTORS, ExecutorSettings, check_executor
 from forge.registry import Registry, load_config, load_registry, parse_assignment
 from forge.report import diff_table, registry_table, summary_table, task_table
 from forge.results import AttemptResult, EvalResult, load_result, save_result
@@ -68,6 +69,13 @@ def eval_command(
     save: Annotated[Path | None, typer.Option("--save", help="write the full result")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print only the summary JSON")] = False,
     per_task: Annotated[bool, typer.Option("--per-task", help="show a row per task")] = False,
+    executor: Annotated[str | None, typer.Option(
+        "--executor", help="where attempts run: local | process | ray (default: the bench's)"
+    )] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="worker processes or Ray actors (default: the cores)")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="join this Ray cluster (default: start a local one)")] = None,
 ) -> None:
     """Evaluate one config on one split: K attempts per task, scored."""
     bench = load_bench(bench_path)
@@ -78,9 +86,11 @@ def eval_command(
     bench.tasks(split)  # a missing split is bad input before any progress bar appears
     if save is not None and save.is_dir():  # found now, not after the whole evaluation
         raise UserError(f"--save: {save} is a folder; expected a file path")
+    settings = bench.executor_settings(executor, workers, ray_address)
+    check_executor(settings, bench.harness_spec)
     result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
                                 concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
-                                show=_err.is_terminal)
+                                executor=settings, show=_err.is_terminal)
     if save is not None:
         try:
             save_result(result, save)
@@ -132,7 +142,13 @@ def search_command(
     budget_rollouts: Annotated[int | None, typer.Option("--budget-rollouts", min=1)] = None,
     proposer: Annotated[str, typer.Option(
         "--proposer", help="auto | sweep | optuna | reflect")] = "auto",
-    executor: Annotated[str, typer.Option("--executor", help="local")] = "local",
+    executor: Annotated[str | None, typer.Option(
+        "--executor", help="where attempts run: local | process | ray (default: the bench's)"
+    )] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="worker processes or Ray actors (default: the cores)")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="join this Ray cluster (default: start a local one)")] = None,
     k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
     candidates: Annotated[int | None, typer.Option(
         "--candidates", min=1, help="candidate moves per step")] = None,
@@ -150,8 +166,8 @@ def search_command(
     from forge.proposers import PROPOSERS
     from forge.report.live import SearchView
 
-    if executor != "local":
-        raise UserError(f"--executor {executor!r}: only 'local' is available in this version")
+    if executor is not None and executor not in EXECUTORS:
+        raise UserError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     if proposer not in PROPOSERS.names():
         raise UserError(f"--proposer {proposer!r}: expected one of {', '.join(PROPOSERS.names())}")
     view = SearchView(_err if as_json else _out)
@@ -159,7 +175,11 @@ def search_command(
         if from_runtime is not None:
             raise UserError("--from-runtime: a resumed run keeps the first moves it started "
                             "with; not with --resume")
-        outcome = resume_search(resume, journals=journals, on_record=view.on_record)
+        # The journaled executor, unless the command line names one.
+        chosen = (ExecutorSettings(executor, workers, ray_address)
+                  if executor is not None else None)
+        outcome = resume_search(resume, journals=journals, on_record=view.on_record,
+                                executor=chosen)
     else:
         if bench_path is None:
             raise UserError("search: give a BENCH, or --resume RUN_ID")
@@ -176,7 +196,9 @@ def search_command(
                                 budget_rollouts=budget_rollouts, k=k, seed=seed,
                                 proposer=proposer, candidates_per_step=candidates,
                                 run_id=run_id, journals=journals, first_moves=first,
-                                on_record=view.on_record)
+                                on_record=view.on_record,
+                                executor=bench.executor_settings(executor, workers,
+                                                                 ray_address))
     if as_json:
         _print_json(outcome.as_json())
     else:

@@ -13,6 +13,7 @@ from typing import Any
 from forge._digest import digest_of
 from forge.bench import Bench
 from forge.errors import BenchError, EvaluationInterrupted
+from forge.executors import ExecutorSettings
 from forge.registry import Config
 from forge.results import AttemptResult, EvalResult, TaskResult
 from forge.rollout import AttemptKey, RolloutEngine
@@ -61,15 +62,22 @@ async def evaluate_async(
     task_ids: Sequence[str] | None = None,
     on_attempt: Callable[[AttemptResult], None] | None = None,
     on_engine: Callable[[RolloutEngine], None] | None = None,
+    executor: ExecutorSettings | None = None,
 ) -> EvalResult:
-    """K attempts per task of ``split``; raises :class:`EvaluationInterrupted` if cancelled."""
+    """K attempts per task of ``split``; raises :class:`EvaluationInterrupted` if cancelled.
+
+    ``executor`` says where attempts run (default: the bench's ``executor`` field, else
+    ``local``); the result is the same whichever runs them, except for latencies.
+    """
     settings = bench.spec.rollouts
     k = settings.k if k is None else k
     timeout_s = settings.timeout_s if timeout_s is None else timeout_s
     tasks = select_tasks(bench, split, task_ids)
+    remote = bench.open_executor(executor or bench.executor_settings())
     harness = bench.build_harness()
     engine = RolloutEngine(harness, bench.scorer, split=split, run_seed=seed,
-                           concurrency=concurrency or settings.concurrency, timeout_s=timeout_s)
+                           concurrency=concurrency or settings.concurrency, timeout_s=timeout_s,
+                           executor=remote)
     if on_engine is not None:
         on_engine(engine)
     keys = [AttemptKey(task, i) for task in tasks for i in range(k)]
@@ -79,6 +87,8 @@ async def evaluate_async(
         attempts = await engine.run(config, keys, on_attempt=on_attempt)
     finally:
         await harness.aclose()
+        if remote is not None:
+            remote.close()
     env = env_components(bench, split, k=k, timeout_s=timeout_s)
     result = EvalResult(
         bench=bench.name, split=split, k=k, seed=seed, config=config.as_dict(),

@@ -11,6 +11,7 @@ from typing import Any
 from forge.bench import Bench, BudgetSettings, load_bench
 from forge.errors import UserError
 from forge.evaluate import DEFAULT_SEED
+from forge.executors import ExecutorSettings, check_executor
 from forge.journal import RunInfo, load_run, new_run_id, write_run
 from forge.moves import Move
 from forge.proposers import build_proposer
@@ -25,7 +26,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
              budget_rollouts: int | None, k: int | None, seed: int,
-             concurrency: int | None, candidates_per_step: int | None) -> SearchOptions:
+             concurrency: int | None, candidates_per_step: int | None,
+             executor: ExecutorSettings) -> SearchOptions:
     s = bench.spec.search
     budget = s.budget if budget_rollouts is None else BudgetSettings(
         rollouts=budget_rollouts, cost=s.budget.cost, wall_time_s=s.budget.wall_time_s)
@@ -35,7 +37,7 @@ def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
         k=k or bench.spec.rollouts.k, seed=seed,
         concurrency=concurrency or bench.spec.rollouts.concurrency,
         timeout_s=bench.spec.rollouts.timeout_s,
-        candidates_per_step=candidates_per_step or 4)
+        candidates_per_step=candidates_per_step or 4, executor=executor)
 
 
 def launch_search(bench_path: str | Path, *, start: Config | None = None,
@@ -45,8 +47,13 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
                   concurrency: int | None = None, candidates_per_step: int | None = None,
                   run_id: str | None = None, journals: Path = DEFAULT_JOURNALS,
                   first_moves: list[Move] | None = None,
-                  on_record: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
-    """A new search run in ``journals/<run-id>/``."""
+                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  executor: ExecutorSettings | None = None) -> SearchOutcome:
+    """A new search run in ``journals/<run-id>/``.
+
+    ``executor`` (default: the bench's ``executor`` field) is journaled in run.json's
+    options, and a resume uses it again unless told otherwise.
+    """
     bench = load_bench(bench_path)
     start = start or bench.defaults
     run_id = run_id or new_run_id(bench.name)
@@ -57,9 +64,13 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
         raise UserError(f"{folder}: run {run_id!r} exists; resume it with --resume {run_id}")
     for split in ("dev", "val", "test"):
         bench.tasks(split)  # a search needs all three; refuse before writing anything
+    # An executor that cannot start (Ray missing, a non-python harness) is refused
+    # before the run folder exists.
+    check_executor(executor or bench.executor_settings(), bench.harness_spec)
     options = _options(bench, max_steps=max_steps, patience=patience,
                        budget_rollouts=budget_rollouts, k=k, seed=seed,
-                       concurrency=concurrency, candidates_per_step=candidates_per_step)
+                       concurrency=concurrency, candidates_per_step=candidates_per_step,
+                       executor=executor or bench.executor_settings())
     info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
                    bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
                    start_config=start.values, start_fingerprint=start.fingerprint,
@@ -72,8 +83,13 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
 
 
 def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
-                  on_record: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
-    """Continue a run with the options it was started with; refuses a changed bench."""
+                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  executor: ExecutorSettings | None = None) -> SearchOutcome:
+    """Continue a run with the options it was started with; refuses a changed bench.
+
+    The run's journaled executor is used unless ``executor`` names another: results do
+    not depend on it, so changing machines mid-run is allowed.
+    """
     folder = journals / run_id
     info = load_run(folder)
     bench = load_bench(info.bench_path)
@@ -90,7 +106,8 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
         concurrency=o.get("concurrency", bench.spec.rollouts.concurrency),
         timeout_s=bench.spec.rollouts.timeout_s,
         candidates_per_step=o["candidates_per_step"], chunks=o["chunks"],
-        max_blocks=o["max_blocks"], futility_level=o["futility_level"])
+        max_blocks=o["max_blocks"], futility_level=o["futility_level"],
+        executor=executor or ExecutorSettings(**o.get("executor", {})))
     return _run(bench, info, options, folder, on_record)
 
 

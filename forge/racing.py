@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forge.bench import Bench
+from forge.executors import Executor
 from forge.gates import TaskAttempts, score_deltas
 from forge.harness import Harness
 from forge.registry import Config
@@ -32,7 +33,8 @@ class Rollouts:
     """Attempts for the search, from the store or run now; ``used`` counts requests."""
 
     def __init__(self, bench: Bench, harness: Harness, store: AttemptStore, *, seed: int,
-                 concurrency: int, timeout_s: float, loop: asyncio.AbstractEventLoop) -> None:
+                 concurrency: int, timeout_s: float, loop: asyncio.AbstractEventLoop,
+                 executor: Executor | None = None) -> None:
         self.bench = bench
         self.harness = harness
         self.store = store
@@ -40,6 +42,9 @@ class Rollouts:
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.loop = loop
+        # Where attempts run (None: in this process); one executor serves every batch,
+        # so worker processes and Ray actors start once per search, not per decision.
+        self.executor = executor
         self.used = 0
         self.cost = 0.0
         self.executed = 0
@@ -74,7 +79,7 @@ class Rollouts:
         if missing:
             engine = RolloutEngine(self.harness, self.bench.scorer, split=split, stream=stream,
                                    run_seed=self.seed, concurrency=self.concurrency,
-                                   timeout_s=self.timeout_s)
+                                   timeout_s=self.timeout_s, executor=self.executor)
             results = self.loop.run_until_complete(engine.run(config, missing))
             self.store.add(fp, stream, results)
             self.executed += len(results)

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from forge.executors._base import Executor, WorkItem, WorkOutcome
 from forge.harness._base import AttemptContext, Harness, RunOutput
 from forge.registry import Config
 from forge.results import AttemptResult, StopReason
@@ -88,7 +89,8 @@ class RolloutEngine:
     """
 
     def __init__(self, harness: Harness, scorer: Scorer, *, split: str, run_seed: int,
-                 concurrency: int, timeout_s: float, stream: str | None = None) -> None:
+                 concurrency: int, timeout_s: float, stream: str | None = None,
+                 executor: Executor | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.harness = harness
@@ -100,6 +102,9 @@ class RolloutEngine:
         self.run_seed = run_seed
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        # None: the in-process lanes (``local``); otherwise attempts run in the
+        # executor's workers and come back here to be judged, so scoring is the same.
+        self.executor = executor
         self._inflight: set[asyncio.Future[Any]] = set()
         self._cancelling = False
         self._wake: Callable[[], None] | None = None
@@ -134,7 +139,9 @@ class RolloutEngine:
 
         if keys:
             sync_fn = getattr(self.harness, "sync_callable", None)
-            if sync_fn is not None:
+            if self.executor is not None:
+                await self._run_remote(self.executor, config, keys, task_json, record)
+            elif sync_fn is not None:
                 await self._run_threads(sync_fn, config, keys, task_json, record)
             else:
                 await self._run_coroutines(config, keys, task_json, record)
@@ -174,6 +181,10 @@ class RolloutEngine:
             output = _as_run_output(raw)
         except ValueError as err:
             return self._finish(p, "error", str(err))
+        return self._score_output(p, output)
+
+    def _score_output(self, p: _Prepared, output: RunOutput
+                      ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]:
         try:
             verdict = self.scorer.score(p.key.task, output)
         except Exception as err:  # a scorer failure leaves the attempt unscored, not failed
@@ -201,6 +212,90 @@ class RolloutEngine:
     def _unscored(self, p: _Prepared, output: RunOutput, err: BaseException) -> AttemptResult:
         return self._finish(p, "completed", f"scorer failed: {type(err).__name__}: {err}",
                             output)
+
+    # -- remote executors: process pool, Ray ----------------------------------------
+
+    async def _run_remote(self, executor: Executor, config: Config, keys: Sequence[AttemptKey],
+                          task_json: dict[str, str],
+                          record: Callable[[int, AttemptResult], None]) -> None:
+        """Send the batch to ``executor``; judge each outcome here as it arrives.
+
+        The duration is the worker's measure of the harness call, as the local lanes
+        measure it. Items the executor never reported (cancelled) end ``cancelled``.
+        """
+        loop = asyncio.get_running_loop()
+        arrived: asyncio.Queue[WorkOutcome | None] = asyncio.Queue()
+        prepared: list[_Prepared] = []
+        items: list[WorkItem] = []
+        for i, key in enumerate(keys):
+            p = self._prepare(config, key, task_json)
+            prepared.append(p)
+            try:
+                text = task_json.get(key.task.id) or key.task.model_dump_json()
+            except PydanticSerializationError as exc:
+                record(i, self._finish(p, "error", f"task cannot be sent to a worker: {exc}"))
+                continue
+            items.append(WorkItem(i, p.config, text, p.seed, key.attempt, self.split,
+                                  self.timeout_s))
+
+        finished = threading.Event()
+
+        def post(outcome: WorkOutcome | None) -> None:
+            # The loop may be gone: we stop listening once every item is in (or on
+            # cancel), which can be before the executor's thread returns.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(arrived.put_nowait, outcome)
+
+        def on_outcome(outcome: WorkOutcome) -> None:
+            post(outcome)
+
+        def work() -> None:
+            try:
+                executor.run(items, on_outcome, lambda: self._cancelling)
+            finally:
+                finished.set()
+                post(None)
+
+        # A daemon thread, not the loop's default executor: evaluate() must not wait
+        # at shutdown for a dispatcher that is still killing a stuck worker.
+        def wake() -> None:
+            post(None)
+
+        self._wake = wake
+        threading.Thread(target=work, daemon=True, name="forge-executor").start()
+        done: set[int] = set()
+        try:
+            while len(done) < len(items):
+                outcome = await arrived.get()
+                if outcome is None:  # the executor returned, or cancel() woke us
+                    if self._cancelling or finished.is_set():
+                        break
+                    continue
+                if outcome.index in done:
+                    continue
+                done.add(outcome.index)
+                p = prepared[outcome.index]
+                p.end = p.start + outcome.duration_s
+                record(outcome.index, await self._conclude_remote(p, outcome))
+        finally:
+            self._wake = None
+        for it in items:
+            if it.index not in done:
+                p = prepared[it.index]
+                if self._cancelling:
+                    record(it.index, self._finish(p, "cancelled", "the evaluation was cancelled"))
+                else:
+                    record(it.index, self._finish(p, "error", "the executor lost the attempt"))
+
+    async def _conclude_remote(self, p: _Prepared, outcome: WorkOutcome) -> AttemptResult:
+        if outcome.kind == "ok" and outcome.output is not None:
+            judged = self._score_output(p, outcome.output)
+            result: AttemptResult = await judged if inspect.isawaitable(judged) else judged
+            return result
+        if outcome.kind == "timeout":
+            return self._finish(p, "timeout", outcome.error)
+        # A harness error, or a worker lost under it: unscored, with the reason.
+        return self._finish(p, "error", outcome.error)
 
     # -- async harnesses: coroutine lanes -------------------------------------------
 

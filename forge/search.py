@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.bench import Bench, BudgetSettings
+from forge.executors import ExecutorSettings
 from forge.gates import GateResult, aux_gate, dev_gate, floor_gate, score_deltas, val_gate
 from forge.journal import JournalError, JournalWriter
 from forge.moves import Move, apply_move, neighbourhood
@@ -57,12 +58,16 @@ class SearchOptions:
     # measurable cost in power; screening carries no error guarantee to protect.
     futility_level: float = 0.5
     run_test: bool = True
+    # Where attempts run; decisions are the same whichever (tested), so a resume may
+    # not need the same one, but it uses the journaled one unless told otherwise.
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
 
     def journal_form(self) -> dict[str, Any]:
         return {"max_steps": self.max_steps, "patience": self.patience,
                 "budget": self.budget.model_dump(), "k": self.k,
                 "candidates_per_step": self.candidates_per_step, "chunks": self.chunks,
-                "max_blocks": self.max_blocks, "futility_level": self.futility_level}
+                "max_blocks": self.max_blocks, "futility_level": self.futility_level,
+                "executor": self.executor.journal_form()}
 
 
 @dataclass
@@ -194,16 +199,20 @@ class Search:
             store = AttemptStore(self.folder / "attempts.jsonl")
         except ValueError as exc:  # a damaged line mid-file: not something to run over
             raise JournalError(f"{exc}; the run's attempt store is damaged") from None
+        executor = self.bench.open_executor(self.options.executor)
         loop = asyncio.new_event_loop()
         harness = self.bench.build_harness()
         self.rollouts = Rollouts(self.bench, harness, store, seed=self.options.seed,
                                  concurrency=self.options.concurrency,
-                                 timeout_s=self.options.timeout_s, loop=loop)
+                                 timeout_s=self.options.timeout_s, loop=loop,
+                                 executor=executor)
         try:
             return self._run()
         finally:
             loop.run_until_complete(harness.aclose())
             loop.close()
+            if executor is not None:
+                executor.close()
 
     def _run(self) -> SearchOutcome:
         opts = self.options

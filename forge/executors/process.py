@@ -1,0 +1,222 @@
+"""The ``process`` executor: a pool of worker processes for CPU-bound harnesses.
+
+Each worker is a spawned process that imports the harness once, then runs chunks
+of attempts one after another, sending each outcome back as it ends. Why our own
+pool rather than ``ProcessPoolExecutor``: a stuck call must be killable without
+losing the other workers' work, and a dead worker must cost only its own attempt.
+
+- The parent enforces the timeout: an attempt whose result does not arrive within
+  its timeout (counted from the previous result of the same worker) is recorded
+  ``timeout``; that worker is killed and replaced, and the rest of its chunk is
+  queued again.
+- A worker that dies (``os._exit``, a segfault, the OOM killer) leaves its current
+  attempt ``lost`` with the exit code; the worker is replaced, the rest of the
+  chunk requeued, and the evaluation goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from forge.executors._base import OnOutcome, WorkItem, WorkOutcome, load_harness, run_item
+
+__all__ = ["ProcessExecutor"]
+
+#: How often a waiting dispatcher checks for cancellation (s).
+_POLL_S = 0.05
+#: Slack on each timeout for the round trip through the pipe (s).
+_IPC_SLACK_S = 0.05
+#: Chunks per worker per batch: enough to balance uneven attempts, few enough that
+#: one message carries many attempts.
+_CHUNKS_PER_WORKER = 4
+_MAX_CHUNK = 64
+
+
+def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
+    """A worker: import the harness once, then run the chunks it is sent until None."""
+    try:
+        fn = load_harness(target, base_dir)
+    except BaseException as exc:
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    while True:
+        chunk = conn.recv()
+        if chunk is None:
+            return
+        for item in chunk:
+            conn.send(run_item(fn, item))
+
+
+class _Worker:
+    def __init__(self, target: str, base_dir: str) -> None:
+        ctx = multiprocessing.get_context("spawn")  # fork is unsafe with threads running
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, target, base_dir),
+                                daemon=True, name="forge-worker")
+        self.proc.start()
+        child.close()
+        self.failed: str | None = None
+        self._ready = False
+
+    def wait_ready(self, cancelled: Callable[[], bool]) -> bool:
+        """True when the harness imported; False if it failed (``failed`` says why)."""
+        while not self._ready and self.failed is None:
+            if cancelled():
+                return False
+            try:
+                if not self.conn.poll(_POLL_S):
+                    if not self.proc.is_alive() and not self.conn.poll(0):
+                        self.failed = ("worker process died at start "
+                                       f"(exit code {self.proc.exitcode})")
+                    continue
+                kind, why = self.conn.recv()
+            except (EOFError, OSError):
+                self.failed = f"worker process died at start (exit code {self.proc.exitcode})"
+                break
+            if kind == "ready":
+                self._ready = True
+            else:
+                self.failed = f"worker cannot load the harness: {why}"
+        return self._ready
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.proc.join(1)
+        if self.proc.is_alive():
+            self.kill()
+        else:
+            self.conn.close()
+
+
+class ProcessExecutor:
+    """A process per core (or ``workers``), started on first use, kept between batches."""
+
+    name = "process"
+
+    def __init__(self, target: str, base_dir: str, *, workers: int | None = None) -> None:
+        self.target = target
+        self.base_dir = base_dir
+        self.workers = workers or os.cpu_count() or 1
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._pool: list[_Worker | None] = [None] * self.workers
+        self.replaced = 0  # workers killed or found dead and started again
+
+    def run(self, items: Sequence[WorkItem], on_outcome: OnOutcome,
+            cancelled: Callable[[], bool]) -> None:
+        if not items:
+            return
+        size = max(1, min(_MAX_CHUNK, math.ceil(len(items) / (self.workers * _CHUNKS_PER_WORKER))))
+        queue: collections.deque[list[WorkItem]] = collections.deque(
+            list(items[i:i + size]) for i in range(0, len(items), size))
+        lock = threading.Lock()
+
+        def take() -> list[WorkItem] | None:
+            with lock:
+                return queue.popleft() if queue and not cancelled() else None
+
+        def requeue(chunk: list[WorkItem]) -> None:
+            if chunk:
+                with lock:
+                    queue.appendleft(chunk)
+
+        lanes = [threading.Thread(target=self._lane, args=(slot, take, requeue, on_outcome,
+                                                           cancelled),
+                                  daemon=True, name=f"forge-process-lane-{slot}")
+                 for slot in range(min(self.workers, len(queue)))]
+        for t in lanes:
+            t.start()
+        for t in lanes:
+            t.join()
+
+    def _worker(self, slot: int, cancelled: Callable[[], bool]) -> _Worker:
+        w = self._pool[slot]
+        if w is None:
+            w = self._pool[slot] = _Worker(self.target, self.base_dir)
+        w.wait_ready(cancelled)
+        return w
+
+    def _discard(self, slot: int) -> None:
+        w = self._pool[slot]
+        if w is not None:
+            w.kill()
+        self._pool[slot] = None
+        self.replaced += 1
+
+    def _lane(self, slot: int, take: Callable[[], list[WorkItem] | None],
+              requeue: Callable[[list[WorkItem]], None], on_outcome: OnOutcome,
+              cancelled: Callable[[], bool]) -> None:
+        while (chunk := take()) is not None:
+            try:
+                w = self._worker(slot, cancelled)
+            except Exception as exc:
+                for item in chunk:
+                    on_outcome(WorkOutcome(item.index, "lost", None,
+                                           f"cannot start a worker: {type(exc).__name__}: {exc}"))
+                continue
+            if w.failed is not None:
+                # Importing the harness fails the same way every time: report it on
+                # each item rather than restarting workers forever.
+                for item in chunk:
+                    on_outcome(WorkOutcome(item.index, "lost", None, w.failed))
+                continue
+            if cancelled():
+                return
+            w.conn.send(chunk)
+            self._collect(slot, w, chunk, requeue, on_outcome, cancelled)
+
+    def _collect(self, slot: int, w: _Worker, chunk: list[WorkItem],
+                 requeue: Callable[[list[WorkItem]], None], on_outcome: OnOutcome,
+                 cancelled: Callable[[], bool]) -> None:
+        """Receive the chunk's outcomes in order, enforcing each item's timeout."""
+        for pos, item in enumerate(chunk):
+            started = time.monotonic()
+            deadline = started + item.timeout_s + _IPC_SLACK_S
+            while True:
+                try:
+                    if w.conn.poll(min(_POLL_S, max(0.0, deadline - time.monotonic()))):
+                        outcome: Any = w.conn.recv()
+                        break
+                except (EOFError, OSError):
+                    w.proc.join(1)
+                    on_outcome(WorkOutcome(
+                        item.index, "lost", None,
+                        f"worker process died (exit code {w.proc.exitcode})",
+                        time.monotonic() - started))
+                    self._discard(slot)
+                    requeue(chunk[pos + 1:])
+                    return
+                if cancelled():  # the engine settles the items in flight as cancelled
+                    self._discard(slot)
+                    return
+                if time.monotonic() >= deadline:
+                    on_outcome(WorkOutcome(item.index, "timeout", None,
+                                           f"no result within {item.timeout_s:g} s",
+                                           item.timeout_s))
+                    self._discard(slot)  # the only way to stop a stuck sync call
+                    requeue(chunk[pos + 1:])
+                    return
+            on_outcome(outcome)
+
+    def close(self) -> None:
+        """Stop every worker; the executor can start new ones if used again."""
+        for slot, w in enumerate(self._pool):
+            if w is not None:
+                w.stop()
+            self._pool[slot] = None

@@ -1,0 +1,144 @@
+"""The ``ray`` executor: actors on a Ray cluster, for more work than one machine holds.
+
+``address`` joins an existing cluster; without it a local Ray instance starts (and
+is shut down on :meth:`RayExecutor.close`). Each actor imports the harness once and
+runs chunks of attempts, each attempt on a daemon thread bounded by its timeout
+(an actor that had to abandon a stuck call is replaced after its chunk). A lost
+chunk (the actor died, the task was lost) is run again one attempt at a time so
+only the attempt that kills its worker is recorded ``lost``, with the reason.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from forge.errors import UserError
+from forge.executors._base import OnOutcome, WorkItem, WorkOutcome, load_harness, run_item_bounded
+
+__all__ = ["RayExecutor", "import_ray"]
+
+_CHUNKS_PER_WORKER = 4
+_MAX_CHUNK = 64
+#: Beyond the sum of its items' timeouts, how long a chunk may take before its actor
+#: is presumed lost (s): actor start-up and scheduling on a busy cluster.
+_CHUNK_SLACK_S = 60.0
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or a one-line :class:`UserError` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray: Ray is not installed; install forge[ray] "
+                        "(pip install 'forge[ray]')") from None
+    return ray
+
+
+class _Runner:
+    """The actor's body: the harness imported once, chunks run in order."""
+
+    def __init__(self, target: str, base_dir: str) -> None:
+        self.fn = load_harness(target, base_dir)
+
+    def run_chunk(self, items: list[WorkItem]) -> tuple[list[WorkOutcome], bool]:
+        outcomes, tainted = [], False
+        for item in items:
+            outcome, stuck = run_item_bounded(self.fn, item)
+            outcomes.append(outcome)
+            tainted = tainted or stuck
+        return outcomes, tainted
+
+
+class RayExecutor:
+    """``workers`` actors (default: the cluster's CPUs, or the local cores)."""
+
+    name = "ray"
+
+    def __init__(self, target: str, base_dir: str, *, workers: int | None = None,
+                 address: str | None = None) -> None:
+        self.ray = import_ray()
+        self.target = target
+        self.base_dir = base_dir
+        self._owns = False
+        if not self.ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if address:
+                self.ray.init(address=address, **kwargs)
+            else:
+                self.ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
+            self._owns = True
+        cpus = int(self.ray.cluster_resources().get("CPU", 1))
+        self.workers = workers or max(1, cpus)
+        self._actor_cls = self.ray.remote(num_cpus=1, max_restarts=0)(_Runner)
+        self._actors: list[Any] = [None] * self.workers
+
+    def _actor(self, slot: int) -> Any:
+        if self._actors[slot] is None:
+            self._actors[slot] = self._actor_cls.remote(self.target, self.base_dir)
+        return self._actors[slot]
+
+    def _replace(self, slot: int) -> None:
+        actor = self._actors[slot]
+        if actor is not None:
+            with contextlib.suppress(Exception):  # it may be gone already
+                self.ray.kill(actor)
+        self._actors[slot] = None
+
+    def run(self, items: Sequence[WorkItem], on_outcome: OnOutcome,
+            cancelled: Callable[[], bool]) -> None:
+        if not items:
+            return
+        size = max(1, min(_MAX_CHUNK, math.ceil(len(items) / (self.workers * _CHUNKS_PER_WORKER))))
+        queue: collections.deque[list[WorkItem]] = collections.deque(
+            list(items[i:i + size]) for i in range(0, len(items), size))
+        lock = threading.Lock()
+
+        def take() -> list[WorkItem] | None:
+            with lock:
+                return queue.popleft() if queue and not cancelled() else None
+
+        def retry_singly(chunk: list[WorkItem]) -> None:
+            with lock:
+                queue.extendleft([[item] for item in reversed(chunk)])
+
+        def lane(slot: int) -> None:
+            while (chunk := take()) is not None:
+                limit = sum(i.timeout_s for i in chunk) + _CHUNK_SLACK_S
+                try:
+                    ref = self._actor(slot).run_chunk.remote(chunk)
+                    outcomes, tainted = self.ray.get(ref, timeout=limit)
+                except Exception as exc:
+                    self._replace(slot)
+                    if len(chunk) > 1:
+                        retry_singly(chunk)  # find the one attempt that kills its worker
+                        continue
+                    first = (str(exc).splitlines() or [""])[0]
+                    why = f"ray task lost: {type(exc).__name__}" + (f": {first}" if first else "")
+                    on_outcome(WorkOutcome(chunk[0].index, "lost", None, why))
+                    continue
+                for outcome in outcomes:
+                    on_outcome(outcome)
+                if tainted:
+                    self._replace(slot)
+
+        lanes = [threading.Thread(target=lane, args=(slot,), daemon=True,
+                                  name=f"forge-ray-lane-{slot}")
+                 for slot in range(min(self.workers, len(queue)))]
+        for t in lanes:
+            t.start()
+        for t in lanes:
+            t.join()
+
+    def close(self) -> None:
+        """Kill the actors; shut Ray down if this executor started it."""
+        for slot in range(len(self._actors)):
+            self._replace(slot)
+        if self._owns and self.ray.is_initialized():
+            self.ray.shutdown()

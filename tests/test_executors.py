@@ -1,0 +1,274 @@
+"""Executors: the same seeds, scores and decisions in-process, in worker processes and
+on Ray; failures inside workers become unscored attempts with their reason."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ARITH, MakeBench
+from typer.testing import CliRunner
+
+from forge.bench import load_bench
+from forge.cli import app
+from forge.errors import BenchError, UserError
+from forge.evaluate import evaluate
+from forge.executors import ExecutorSettings, check_executor
+from forge.launch import launch_search
+from forge.results import EvalResult
+
+ROOT = Path(__file__).resolve().parents[1]
+WALKSAT = ROOT / "benches" / "walksat"
+#: A walksat subset small enough for the suite: a few formulas of the dev split.
+WALKSAT_TASKS = [json.loads(line)["id"] for line in
+                 (WALKSAT / "tasks" / "dev.jsonl").read_text().splitlines()[:6]]
+
+PROCESS = ExecutorSettings("process", workers=2)
+
+
+def comparable(result: EvalResult) -> dict[str, Any]:
+    """Everything of a result except what the clock decides (latency, durations, dates)."""
+    data = result.model_dump(mode="json")
+    for key in ("duration_s", "started_at"):
+        data.pop(key)
+    for task in data["tasks"]:
+        for a in task["attempts"]:
+            a.pop("duration_s")
+            a["metrics"].pop("latency")
+    return data
+
+
+def summary_without_latency(result: EvalResult) -> dict[str, Any]:
+    s = result.summary()
+    s["metrics"] = {k: v for k, v in s["metrics"].items() if not k.startswith("latency")}
+    return s
+
+
+def test_process_gives_the_local_result_on_arith() -> None:
+    bench = load_bench(ARITH)
+    config = bench.registry.with_values(bench.defaults, {"effort": 3, "temperature": 0.9})
+    local = evaluate(bench, config, split="dev")
+    remote = evaluate(bench, config, split="dev", executor=PROCESS)
+    assert comparable(remote) == comparable(local)
+    assert summary_without_latency(remote) == summary_without_latency(local)
+
+
+def test_process_gives_the_local_result_on_a_walksat_subset() -> None:
+    bench = load_bench(WALKSAT)
+    local = evaluate(bench, bench.defaults, k=2, task_ids=WALKSAT_TASKS)
+    remote = evaluate(bench, bench.defaults, k=2, task_ids=WALKSAT_TASKS, executor=PROCESS)
+    assert comparable(remote) == comparable(local)
+    assert local.summary()["n_scored"] == len(WALKSAT_TASKS) * 2
+
+
+def _decisions(folder: Path) -> list[dict[str, Any]]:
+    """The search's journal without clocks: what it tried and what it decided."""
+    out = []
+    for line in (folder / "journal.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        out.append(_drop_clock(record))
+    return out
+
+
+_CLOCK_KEYS = {"ts", "time", "at", "elapsed_s", "duration_s", "wall_time_s", "latency",
+               "latency_p50", "latency_p95", "created_at", "run_id"}
+
+
+def _drop_clock(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_clock(v) for k, v in value.items()
+                if k not in _CLOCK_KEYS and "latency" not in k}
+    if isinstance(value, list):
+        return [_drop_clock(v) for v in value]
+    return value
+
+
+def test_a_search_decides_the_same_in_worker_processes(tmp_path: Path) -> None:
+    outcomes = {}
+    for name in ("local", "process"):
+        outcomes[name] = launch_search(ARITH, max_steps=2, budget_rollouts=3000, k=2,
+                                       run_id=name, journals=tmp_path,
+                                       executor=ExecutorSettings(name, workers=2))
+    local, remote = outcomes["local"], outcomes["process"]
+    assert remote.promotions == local.promotions
+    assert remote.final_config == local.final_config
+    assert remote.rollouts_used == local.rollouts_used
+    assert (remote.dev, remote.val, remote.test) == (local.dev, local.val, local.test)
+    assert _decisions(tmp_path / "process") == _decisions(tmp_path / "local")
+    run = json.loads((tmp_path / "process" / "run.json").read_text())
+    assert run["options"]["executor"] == {"name": "process", "workers": 2, "ray_address": None}
+
+
+DYING_HARNESS = """
+import os
+
+def run(config, task, ctx):
+    if task.id == "dev-1" and ctx.attempt == 0:
+        os._exit(1)
+    return {"output": task.expected}
+"""
+
+
+def test_a_worker_that_dies_leaves_its_attempt_unscored(make_bench: MakeBench) -> None:
+    bench = load_bench(make_bench(DYING_HARNESS))
+    result = evaluate(bench, bench.defaults, executor=PROCESS)
+    attempts = {(t.task_id, a.attempt): a for t in result.tasks for a in t.attempts}
+    dead = attempts.pop(("dev-1", 0))
+    assert dead.stop_reason == "error" and not dead.scored
+    assert dead.error == "worker process died (exit code 1)"
+    # Every other attempt ran and scored: the pool replaced the worker and went on.
+    assert len(attempts) == result.summary()["n_attempts"] - 1
+    assert all(a.scored and a.passed for a in attempts.values())
+
+
+HANGING_HARNESS = """
+import time
+
+def run(config, task, ctx):
+    if task.id == "dev-0":
+        time.sleep(60)
+    if task.id == "dev-2":
+        raise ValueError("no answer")
+    return {"output": task.expected}
+"""
+
+
+def test_timeouts_and_errors_in_workers_are_recorded_as_locally(make_bench: MakeBench
+                                                                 ) -> None:
+    bench = load_bench(make_bench(HANGING_HARNESS, rollouts={"timeout_s": 0.3, "k": 2}))
+    local = evaluate(bench, bench.defaults)
+    remote = evaluate(bench, bench.defaults, executor=PROCESS)
+    a, b = comparable(remote), comparable(local)
+    for ta, tb in zip(a["tasks"], b["tasks"], strict=True):
+        for x, y in zip(ta["attempts"], tb["attempts"], strict=True):
+            assert x == y
+    reasons = {t.task_id: {a.stop_reason for a in t.attempts} for t in remote.tasks}
+    assert reasons["dev-0"] == {"timeout"}
+    assert reasons["dev-2"] == {"error"}
+    assert remote.tasks[2].attempts[0].error == "ValueError: no answer"
+
+
+def test_the_bench_may_name_its_executor(make_bench: MakeBench) -> None:
+    path = make_bench()
+    text = path.read_text()
+    path.write_text(text + "executor: process\n")
+    assert load_bench(path).executor_settings() == ExecutorSettings("process")
+    path.write_text(text + "executor: {name: process, workers: 2}\n")
+    bench = load_bench(path)
+    assert bench.executor_settings() == ExecutorSettings("process", workers=2)
+    # The command line overrides the bench, part by part.
+    assert bench.executor_settings("local") == ExecutorSettings("local", workers=2)
+    path.write_text(text + "executor: threads\n")
+    with pytest.raises(BenchError):
+        load_bench(path)
+
+
+def test_only_the_python_harness_leaves_the_process() -> None:
+    from forge.spec import Spec
+
+    with pytest.raises(UserError, match="only the 'python' harness"):
+        check_executor(ExecutorSettings("process"), Spec(name="command", args={}))
+    with pytest.raises(UserError, match="expected one of local, process, ray"):
+        check_executor(ExecutorSettings("threads"), Spec(name="python", args={}))
+
+
+def test_cli_eval_with_the_process_executor() -> None:
+    runner = CliRunner()
+    args = ["eval", str(ARITH), "--json", "-k", "2"]
+    local = runner.invoke(app, args)
+    remote = runner.invoke(app, [*args, "--executor", "process", "--workers", "2"])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    a, b = json.loads(local.stdout), json.loads(remote.stdout)
+    for s in (a, b):
+        s["metrics"] = {k: v for k, v in s["metrics"].items() if not k.startswith("latency")}
+    assert a == b
+    bad = runner.invoke(app, [*args, "--executor", "threads"])
+    assert bad.exit_code != 0
+    assert "expected one of local, process, ray" in str(bad.exception) + bad.output
+
+
+def test_a_missing_ray_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from forge.executors.ray import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(UserError, match=r"install forge\[ray\]"):
+        import_ray()
+
+
+# -- Ray: a local instance, started and stopped by the tests --------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Any:
+    """A local Ray instance for this module's Ray tests. Without Ray they skip, except
+    in CI (``CI`` set), which installs ``forge[ray]`` and must run them."""
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the Ray tests: install forge[ray]")
+        pytest.skip("ray is not installed (forge[ray])")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.ray
+def test_ray_gives_the_local_result(ray_local: Any, make_bench: MakeBench) -> None:
+    bench = load_bench(ARITH)
+    ray_settings = ExecutorSettings("ray", workers=2)
+    local = evaluate(bench, bench.defaults)
+    remote = evaluate(bench, bench.defaults, executor=ray_settings)
+    assert comparable(remote) == comparable(local)
+    walksat = load_bench(WALKSAT)
+    local = evaluate(walksat, walksat.defaults, k=2, task_ids=WALKSAT_TASKS[:3])
+    remote = evaluate(walksat, walksat.defaults, k=2, task_ids=WALKSAT_TASKS[:3],
+                      executor=ray_settings)
+    assert comparable(remote) == comparable(local)
+    # A lost actor: only the attempt that killed it is unscored, with the reason.
+    dying = load_bench(make_bench(DYING_HARNESS))
+    result = evaluate(dying, dying.defaults, executor=ray_settings)
+    lost = [a for t in result.tasks for a in t.attempts if not a.scored]
+    assert [(a.task_id, a.attempt) for a in lost] == [("dev-1", 0)]
+    assert lost[0].error is not None and lost[0].error.startswith("ray task lost: ")
+    assert result.summary()["n_scored"] == result.summary()["n_attempts"] - 1
+
+
+SLOW_HARNESS = """
+import time
+
+def run(config, task, ctx):
+    time.sleep(0.2)
+    return {"output": task.expected}
+"""
+
+
+def test_cancelling_stops_the_workers_and_ends_attempts_cancelled(make_bench: MakeBench
+                                                                  ) -> None:
+    import asyncio
+    import threading
+
+    from forge.evaluate import evaluate_async
+    from forge.rollout import RolloutEngine
+
+    bench = load_bench(make_bench(SLOW_HARNESS, rollouts={"k": 4}))
+    engines: list[RolloutEngine] = []
+
+    async def main() -> Any:
+        threading.Timer(1.5, lambda: engines[0].cancel()).start()
+        return await evaluate_async(bench, bench.defaults, executor=PROCESS,
+                                    on_engine=engines.append)
+
+    from forge.errors import EvaluationInterrupted
+
+    with pytest.raises(EvaluationInterrupted) as caught:
+        asyncio.run(main())
+    attempts = [a for t in caught.value.partial.tasks for a in t.attempts]
+    reasons = {a.stop_reason for a in attempts}
+    assert "cancelled" in reasons and reasons <= {"completed", "cancelled"}
