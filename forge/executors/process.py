@@ -92,7 +92,10 @@ class _Worker:
     def kill(self) -> None:
         self.proc.kill()
         self.proc.join(5)
-        self.conn.close()
+        # A cancel and the worker's own lane may both kill it; the second close of
+        # the pipe finds it closed already.
+        with contextlib.suppress(OSError):
+            self.conn.close()
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
