@@ -26,3 +26,20 @@ def test_shipped_bench_evaluates(bench_file: Path) -> None:
     assert result.n_attempts == min(10, len(dev))
     # A shipped bench's default config must be scoreable: its harness runs cleanly.
     assert result.n_scored == result.n_attempts, result.stop_reasons()
+
+
+BUILT_IN = sorted(ROOT.glob("benches/*/bench.yaml"))
+
+
+@pytest.mark.parametrize("bench_file", BUILT_IN, ids=lambda p: p.parent.name)
+def test_built_in_bench_runs_a_short_search(bench_file: Path, tmp_path: Path) -> None:
+    """A one-step search at k=1: the whole procedure runs on the real harness."""
+    from forge.launch import launch_search
+
+    outcome = launch_search(bench_file, journals=tmp_path, run_id="short", k=1, max_steps=1,
+                            patience=1, candidates_per_step=2, budget_rollouts=5000)
+    assert outcome.steps == 1
+    assert outcome.stop_reason in {"max_steps", "patience", "budget_rollouts"}
+    kinds = [r["kind"] for r in outcome.records]
+    assert kinds[0] == "start" and kinds[-1] == "end" and "candidate" in kinds
+    assert outcome.test["start"] is not None and outcome.test["final"] is not None
