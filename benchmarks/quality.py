@@ -1,0 +1,451 @@
+"""Search-quality contest (issue #9): which config does each method choose, and how good is it
+really?
+
+    python benchmarks/quality.py                       # triage, budgets 2000,5000,20000, 10 seeds
+    python benchmarks/quality.py --bench walksat --budgets 2000 --seeds 10
+    python benchmarks/quality.py --rerender benchmarks/results/quality-triage.json
+
+Methods, all from the bench's start config (bench.yaml ``defaults``), with the bench's K:
+
+- ``forge-auto``: ``launch_search(..., budget_rollouts=B, proposer="auto")``, bench's
+  max_steps / patience.
+- ``forge-sweep``: the same with ``proposer="sweep"``.
+- ``tpe``: Optuna TPE (``TPESampler(seed)``) over whole configs (the registry's settings as
+  Optuna distributions: ints with their step or log scale, floats on their step grid,
+  enums and bools categorical); each trial = ``evaluate(bench, cfg, split="dev", k=K,
+  seed=seed)``, costing K x n_dev rollouts; trials while the next one fits in B; the
+  chosen config is the trial with the best dev mean (first on ties), as a user would.
+  The first trial is the start config (enqueued), so "best by dev" can fall back to it.
+- ``random``: the same with ``RandomSampler(seed)``.
+- ``naive``: the SelfForge rule as in benchmarks/gates.py, on the public API: each step
+  the auto proposer offers up to 4 untried neighbours; each is evaluated on dev (K, same
+  seeds); it qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's; the
+  best qualifier is promoted. Same max_steps, patience, budget B, local-optimum stop.
+
+TPE and random are run once per seed up to the largest budget; a smaller budget's
+result is the prefix of trials that fits in it (the samplers do not know the budget,
+so this is the same as a separate run).
+
+Each chosen config is scored by ``quality_truth.truth`` (large K, separate seed, cached).
+Reported per bench, budget and method over the seeds: true test score mean ± sd,
+regret to the best config known (max of the oracle hill-climb and every config whose
+truth was computed), P(true test < start's true test - EPS_WORSE), P(any declared
+auxiliary metric beyond its allowance vs the start config, in truth on test),
+rollouts spent (search only; forge's final test evaluation excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import quality_truth as qt  # noqa: E402
+from gates import machine, wilson  # noqa: E402
+
+METHODS = ("forge-auto", "forge-sweep", "tpe", "random", "naive")
+EPS_WORSE = 0.005
+IMPROVED = 1e-9
+
+
+def _quiet() -> None:
+    logging.disable(logging.WARNING)
+    try:
+        import optuna
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+    except ImportError:
+        pass
+
+
+# -- methods -----------------------------------------------------------------------------------
+
+
+def run_forge(name: str, seed: int, budget: int, proposer: str) -> dict[str, Any]:
+    from forge.launch import launch_search
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="forge-quality-") as tmp:
+        out = launch_search(qt.BENCHES[name], journals=Path(tmp), run_id=f"q-{proposer}-{seed}",
+                            seed=seed, proposer=proposer, budget_rollouts=budget)
+    stop = next((r for r in out.records if r.get("kind") == "stop"), {})
+    spent = stop.get("rollouts_total", out.rollouts_used)
+    return [{"final_config": out.final_config, "rollouts": spent,
+             "rollouts_used_reported": out.rollouts_used, "promotions": len(out.promotions),
+             "stop_reason": out.stop_reason, "budget": budget,
+             "wall_s": time.perf_counter() - t0}]
+
+
+def _suggest(trial: Any, registry: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, s in registry.settings.items():
+        if s.type == "int":
+            if getattr(s, "scale", "linear") == "log":
+                values[key] = trial.suggest_int(key, s.min, s.max, log=True)
+            else:
+                values[key] = trial.suggest_int(key, s.min, s.max, step=s.step or 1)
+        elif s.type == "float":
+            step = getattr(s, "step", None)
+            if getattr(s, "scale", "linear") == "log":
+                values[key] = trial.suggest_float(key, s.min, s.max, log=True)
+            else:
+                x = trial.suggest_float(key, s.min, s.max, step=step)
+                values[key] = round(x, 10)
+        elif s.type == "bool":
+            values[key] = trial.suggest_categorical(key, [False, True])
+        else:
+            values[key] = trial.suggest_categorical(key, list(s.choices))
+    return values
+
+
+def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) -> list[dict]:
+    import optuna
+
+    from forge.evaluate import evaluate
+    t0 = time.perf_counter()
+    bench = qt.bench_of(name)
+    k = bench.spec.rollouts.k
+    cost = k * len(bench.tasks("dev"))
+    sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"
+               else optuna.samplers.RandomSampler(seed=seed))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial(dict(bench.defaults.values))
+    cache: dict[str, float] = {}
+    trials: list[tuple[int, float, dict[str, Any]]] = []  # (cumulative rollouts, dev, cfg)
+    used = 0
+    while used + cost <= max(budgets):
+        trial = study.ask()
+        values = _suggest(trial, bench.registry)
+        cfg = bench.registry.validate_config(values)
+        if cfg.fingerprint not in cache:  # same seed => same result; still charged
+            cache[cfg.fingerprint] = evaluate(bench, cfg, split="dev", k=k,
+                                              seed=seed).mean_score
+        dev = cache[cfg.fingerprint]
+        used += cost
+        study.tell(trial, dev)
+        trials.append((used, dev, cfg.values))
+    wall = time.perf_counter() - t0
+    out = []
+    for b in budgets:
+        fit = [t for t in trials if t[0] <= b]
+        best = max(fit, key=lambda t: t[1])  # first max on ties
+        out.append({"final_config": best[2], "rollouts": fit[-1][0], "trials": len(fit),
+                    "distinct": len({json.dumps(t[2], sort_keys=True) for t in fit}),
+                    "chosen_dev": best[1], "budget": b, "wall_s": wall})
+    return out
+
+
+def run_naive(name: str, seed: int, budget: int) -> list[dict]:
+    import hashlib
+    import random
+
+    from forge.evaluate import evaluate
+    from forge.moves import apply_move, neighbourhood
+    from forge.proposers import EvaluatedConfig, Proposal, SearchView, build_proposer
+    t0 = time.perf_counter()
+    bench = qt.bench_of(name)
+    reg = bench.registry
+    k = bench.spec.rollouts.k
+    s = bench.spec.search
+    proposer = build_proposer("auto", registry=reg, run_dir=None, seed=seed)
+    used = 0
+    n_dev = len(bench.tasks("dev"))
+
+    def ev(cfg: Any, split: str) -> Any:
+        nonlocal used
+        r = evaluate(bench, cfg, split=split, k=k, seed=seed)
+        used += r.n_attempts
+        return r
+
+    def rng(*parts: object) -> random.Random:
+        text = "\x1f".join(str(p) for p in (seed, *parts))
+        return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+    inc = bench.defaults
+    inc_res = ev(inc, "dev")
+    inc_dev, inc_val = inc_res.mean_score, ev(inc, "val").mean_score
+    history = [EvaluatedConfig(inc.values, inc.fingerprint, inc_dev, n_dev)]
+    proposer.observe(inc, inc_dev)
+    tried: set[tuple[str, str]] = set()
+    promotions = step = since = 0
+    while True:
+        stop = ("max_steps" if step >= s.max_steps else "patience" if since >= s.patience
+                else "budget_rollouts" if used >= budget else "")
+        untried = [m for m in neighbourhood(reg, inc)
+                   if (inc.fingerprint, apply_move(reg, inc, m).fingerprint) not in tried]
+        if not stop and not untried:
+            stop = "local_optimum"
+        if stop:
+            break
+        step += 1
+        view = SearchView(registry=reg, incumbent=inc, untried=untried, history=list(history),
+                          dev_attempts=list(inc_res.attempts), step=step, rng=rng("propose", step))
+        proposals = proposer.propose(view, 4)
+        if not proposals:
+            rest = untried[:]
+            rng("fallback", step).shuffle(rest)
+            proposals = [Proposal(move=m, proposer="sweep", reason="fallback") for m in rest]
+        best = None
+        for p in proposals[:4]:
+            if p.move not in untried:
+                continue
+            if used >= budget:
+                break
+            cand = apply_move(reg, inc, p.move)
+            res = ev(cand, "dev")
+            dev = res.mean_score
+            history.append(EvaluatedConfig(cand.values, cand.fingerprint, dev, n_dev))
+            proposer.observe(cand, dev)
+            tried.add((inc.fingerprint, cand.fingerprint))
+            if dev > inc_dev + IMPROVED:
+                val = ev(cand, "val").mean_score
+                if val >= inc_val and (best is None or dev > best[0]):
+                    best = (dev, val, cand, res)
+        if best is not None:
+            inc_dev, inc_val, inc, inc_res = best
+            promotions += 1
+            since = 0
+        else:
+            since += 1
+    return [{"final_config": inc.values, "rollouts": used, "promotions": promotions,
+             "stop_reason": stop, "budget": budget, "wall_s": time.perf_counter() - t0}]
+
+
+def _job(args: tuple) -> list[dict]:
+    method, name, seed, budgets = args
+    _quiet()
+    if method in ("forge-auto", "forge-sweep"):
+        rows = run_forge(name, seed, budgets[0], method.split("-")[1])
+    elif method in ("tpe", "random"):
+        rows = run_blackbox(name, seed, budgets, method)
+    else:
+        rows = run_naive(name, seed, budgets[0])
+    for r in rows:
+        r.update(method=method, bench=name, seed=seed)
+    return rows
+
+
+def _truth_job(args: tuple) -> tuple[str, dict]:
+    name, values, splits = args
+    _quiet()
+    return json.dumps(values, sort_keys=True), {
+        split: qt.truth(name, values, split) for split in splits}
+
+
+# -- aggregation -------------------------------------------------------------------------------
+
+
+def aggregate(name: str, runs: list[dict], truths: dict[str, dict], climb: dict | None,
+              start: dict) -> dict[str, Any]:
+    start_t = start["test"]
+    best_known = max([t["test"]["score"] for t in truths.values()]
+                     + ([climb["test"]] if climb else []))
+    # Every config scored in truth (the cache: chosen configs and the climb's), and the
+    # best of them that keeps every declared auxiliary metric within its tolerance.
+    scored = [{**t["test"], "config": json.loads(key)} for key, t in truths.items()]
+    for f in (qt.CACHE / name).glob(f"*/*-test-k{qt.K_TRUTH['test']}-s{qt.TRUTH_SEED}.json"):
+        with contextlib.suppress(json.JSONDecodeError):
+            scored.append(json.loads(f.read_text()))
+    best_known = max([best_known] + [t["score"] for t in scored])
+    feasible = [t for t in scored if not qt.violations(name, start_t["metrics"], t["metrics"])]
+    best_feasible = max(feasible, key=lambda t: t["score"])
+    rows: dict[str, Any] = {}
+    for b in sorted({r["budget"] for r in runs}):
+        for m in METHODS:
+            rs = [r for r in runs if r["budget"] == b and r["method"] == m]
+            if not rs:
+                continue
+            tests, worse, viol, spent = [], 0, 0, []
+            for r in rs:
+                t = truths[json.dumps(r["final_config"], sort_keys=True)]["test"]
+                tests.append(t["score"])
+                worse += t["score"] < start_t["score"] - EPS_WORSE
+                viol += bool(qt.violations(name, start_t["metrics"], t["metrics"]))
+                spent.append(r["rollouts"])
+            n = len(rs)
+            rows[f"{b}/{m}"] = {
+                "budget": b, "method": m, "n": n, "test_mean": statistics.fmean(tests),
+                "test_sd": statistics.stdev(tests) if n > 1 else 0.0,
+                "test_min": min(tests), "test_max": max(tests),
+                "regret_mean": best_known - statistics.fmean(tests),
+                "regret_feasible_mean": best_feasible["score"] - statistics.fmean(tests),
+                "p_worse": worse / n, "p_worse_ci95": wilson(worse, n),
+                "p_violation": viol / n, "p_violation_ci95": wilson(viol, n),
+                "rollouts_mean": statistics.fmean(spent), "rollouts_max": max(spent),
+                "wall_s_mean": statistics.fmean(r["wall_s"] for r in rs)}
+    return {"start_test": start_t["score"], "best_known_test": best_known,
+            "best_feasible_test": best_feasible["score"],
+            "best_feasible_config": best_feasible.get("config"),
+            "configs_scored": len(scored), "rows": rows}
+
+
+def table(agg: dict[str, Any]) -> str:
+    lines = ["| budget | method | true test mean ± sd [min–max] | regret to best known | "
+             "P(worse than start) | P(violates tolerance) | rollouts spent (mean / max) | n |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _key, r in agg["rows"].items():
+        lines.append(
+            f"| {r['budget']:,} | {r['method']} | {r['test_mean']:.3f} ± {r['test_sd']:.3f} "
+            f"[{r['test_min']:.3f}–{r['test_max']:.3f}] | {r['regret_mean']:.3f} "
+            f"({r['regret_feasible_mean']:+.3f}) | "
+            f"{100 * r['p_worse']:.0f}% | {100 * r['p_violation']:.0f}% | "
+            f"{r['rollouts_mean']:,.0f} / {r['rollouts_max']:,} | {r['n']} |")
+    return "\n".join(lines)
+
+
+def render(data: dict[str, Any]) -> str:
+    agg = data["summary"]
+    climb = data.get("climb")
+    out = [f"# Search quality: {data['bench']}", "",
+           f"{data['date']} · {data['machine']} · {data['seeds']} seeds per (method, budget) · "
+           f"{data['workers']} workers · {data['wall_s']:.0f} s", "", f"`{data['command']}`", "",
+           f"Start config true test score: {agg['start_test']:.3f}; best config known: "
+           f"{agg['best_known_test']:.3f} (lower bound on the registry's optimum: max of the "
+           f"oracle hill-climb on true test score and every config scored in truth, "
+           f"{agg['configs_scored']} configs); best known within every auxiliary tolerance: "
+           f"{agg['best_feasible_test']:.3f} (`{json.dumps(agg['best_feasible_config'])}`). "
+           f"Truth: K={qt.K_TRUTH['test']} attempts per test task on seed {qt.TRUTH_SEED} "
+           "(no contest run uses it). 'Worse than start' = true test below the start's by "
+           f"more than {EPS_WORSE}; 'violates tolerance' = a declared auxiliary metric "
+           "(bench.yaml metrics) beyond its allowance vs the start config, in truth on test.",
+           "", table(agg), ""]
+    if climb:
+        out += ["Oracle hill-climb (lower bound on the best reachable config): "
+                + " → ".join(p.get("move", "start") + f" ({p['test']:.3f})"
+                             for p in climb["path"])
+                + f"; {climb['configs_evaluated']} configs scored.", ""]
+    return "\n".join(out)
+
+
+def combine() -> None:
+    """results/quality.md and quality.json: every bench's results/quality-<bench>.json."""
+    out = HERE / "results"
+    parts, merged = [], {}
+    for name in qt.BENCHES:
+        path = out / f"quality-{name}.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            merged[name] = {k: v for k, v in data.items() if k not in ("runs", "truths")}
+            parts.append(render(data))
+    (out / "quality.json").write_text(json.dumps(merged, indent=1, default=str))
+    (out / "quality.md").write_text("\n\n".join(parts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default="triage", choices=list(qt.BENCHES))
+    ap.add_argument("--budgets", default="2000,5000,20000")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--no-climb", action="store_true")
+    ap.add_argument("--truth-splits", default="test,dev,val",
+                    help="splits scored in truth for each chosen config (test is required)")
+    ap.add_argument("--rerender", type=Path, default=None)
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse the searches already logged in cache/runs-<bench>.jsonl")
+    ap.add_argument("--combine", action="store_true",
+                    help="write results/quality.{md,json} from the per-bench results")
+    args = ap.parse_args()
+    if args.combine:
+        combine()
+        return
+    if args.rerender:
+        data = json.loads(args.rerender.read_text())
+        name = data["bench"]
+        start = data["truths"][json.dumps(qt.bench_of(name).defaults.values, sort_keys=True)]
+        data["summary"] = aggregate(name, data["runs"], data["truths"], data.get("climb"), start)
+        args.rerender.write_text(json.dumps(data, indent=1, default=str))
+        args.rerender.with_suffix(".md").write_text(render(data))
+        return
+    _quiet()
+    name = args.bench
+    budgets = [int(b) for b in args.budgets.split(",")]
+    methods = [m for m in args.methods.split(",") if m]
+    import forge.launch  # noqa: F401  (imported once; forked workers inherit it)
+    jobs = []
+    for seed in range(1, args.seeds + 1):
+        for m in methods:
+            if m in ("tpe", "random"):
+                jobs.append((m, name, seed, budgets))
+            else:
+                jobs += [(m, name, seed, [b]) for b in budgets]
+    jobs.sort(key=lambda j: -max(j[3]))  # long jobs first
+    t0 = time.perf_counter()
+    runs: list[dict] = []
+    log_path = HERE / "cache" / f"runs-{name}.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if args.resume and log_path.exists():
+        done: dict[str, list[dict]] = {}
+        for line in log_path.read_text().splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                done[entry["job"]] = entry["rows"]
+        keep = []
+        for j in jobs:
+            key = json.dumps([j[0], j[1], j[2], list(j[3])])
+            if key in done:
+                runs += done[key]
+            else:
+                keep.append(j)
+        print(f"resumed {len(jobs) - len(keep)} searches from {log_path}", file=sys.stderr)
+        jobs = keep
+    elif log_path.exists():
+        log_path.unlink()
+    logf = log_path.open("a")
+    ctx = mp.get_context("fork")
+    with ctx.Pool(args.workers, maxtasksperchild=20) as pool:
+        for i, rows in enumerate(pool.imap_unordered(_job, jobs), 1):
+            runs += rows
+            job = [rows[0]["method"], name, rows[0]["seed"],
+                   [r["budget"] for r in rows]]
+            logf.write(json.dumps({"job": json.dumps(job), "rows": rows}, default=str) + "\n")
+            logf.flush()
+            print(f"[{time.perf_counter() - t0:5.0f} s] {i}/{len(jobs)} {rows[0]['method']} "
+                  f"s{rows[0]['seed']} b{rows[0]['budget']}", file=sys.stderr, flush=True)
+        start = qt.bench_of(name).defaults.values
+        configs = {json.dumps(c, sort_keys=True): c
+                   for c in [start] + [r["final_config"] for r in runs]}
+        truths = dict(pool.map(_truth_job, [(name, c, args.truth_splits.split(","))
+                                               for c in configs.values()]))
+    climb_path = HERE / "cache" / f"climb-{name}.json"
+    climb = None
+    if climb_path.exists() and climb_path.stat().st_size:
+        try:
+            climb = json.loads(climb_path.read_text())
+        except json.JSONDecodeError:
+            climb = None
+    if climb is None and not args.no_climb:
+        climb = qt.climb(name, log=sys.stderr)
+        climb_path.write_text(json.dumps(climb, indent=1, default=str))
+    wall = time.perf_counter() - t0
+    agg = aggregate(name, runs, truths, climb, truths[json.dumps(start, sort_keys=True)])
+    data = {"bench": name, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine(), "command": "python benchmarks/quality.py "
+            + " ".join(sys.argv[1:]), "seeds": args.seeds, "budgets": budgets,
+            "workers": args.workers, "wall_s": wall, "eps_worse": EPS_WORSE,
+            "k_truth": qt.K_TRUTH, "truth_seed": qt.TRUTH_SEED, "summary": agg, "climb": climb,
+            "truth_splits": args.truth_splits.split(","),
+            "truths": {k: {s: {"score": v[s]["score"], "metrics": v[s]["metrics"]}
+                           for s in v} for k, v in truths.items()},
+            "runs": runs}
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"quality-{name}.json").write_text(json.dumps(data, indent=1, default=str))
+    text = render(data)
+    (out / f"quality-{name}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
