@@ -14,7 +14,9 @@ executor; remote executors (``process``, ``ray``) implement :class:`Executor`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +27,8 @@ from typing import Any, Literal, Protocol
 from forge.harness._base import AttemptContext, RunOutput
 from forge.task import Task
 
-__all__ = ["Executor", "ExecutorSettings", "Outcome", "WorkItem", "WorkOutcome", "run_item"]
+__all__ = [
+    "ChunkQueue","Executor", "ExecutorSettings", "Outcome", "WorkItem", "WorkOutcome", "run_item"]
 
 Outcome = Literal["ok", "error", "timeout", "lost"]
 
@@ -150,3 +153,37 @@ def run_item_bounded(fn: Callable[..., Any], item: WorkItem) -> tuple[WorkOutcom
         return box[0], False
     return WorkOutcome(item.index, "timeout", None, f"no result within {item.timeout_s:g} s",
                        item.timeout_s), True
+
+
+class ChunkQueue:
+    """Work items cut into chunks, about ``per_worker`` chunks per worker and at most
+    ``max_chunk`` items each: big enough to keep IPC overhead low, small enough that
+    the workers finish together. Thread-safe; ``take`` returns None when empty or
+    cancelled."""
+
+    def __init__(self, items: Sequence[WorkItem], workers: int,
+                 cancelled: Callable[[], bool], *, per_worker: int = 4,
+                 max_chunk: int = 64) -> None:
+        size = max(1, min(max_chunk, math.ceil(len(items) / (workers * per_worker))))
+        self._chunks: collections.deque[list[WorkItem]] = collections.deque(
+            list(items[i:i + size]) for i in range(0, len(items), size))
+        self._lock = threading.Lock()
+        self._cancelled = cancelled
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def take(self) -> list[WorkItem] | None:
+        with self._lock:
+            return self._chunks.popleft() if self._chunks and not self._cancelled() else None
+
+    def put_back(self, chunk: list[WorkItem]) -> None:
+        """Return the unfinished rest of a chunk to the front of the queue."""
+        if chunk:
+            with self._lock:
+                self._chunks.appendleft(chunk)
+
+    def put_back_singly(self, chunk: list[WorkItem]) -> None:
+        """Return a chunk as one-item chunks (to find the one item that breaks a worker)."""
+        with self._lock:
+            self._chunks.extendleft([[item] for item in reversed(chunk)])

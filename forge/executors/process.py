@@ -16,9 +16,7 @@ losing the other workers' work, and a dead worker must cost only its own attempt
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import math
 import multiprocessing
 import os
 import threading
@@ -27,7 +25,14 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from forge.executors._base import OnOutcome, WorkItem, WorkOutcome, load_harness, run_item
+from forge.executors._base import (
+    ChunkQueue,
+    OnOutcome,
+    WorkItem,
+    WorkOutcome,
+    load_harness,
+    run_item,
+)
 
 __all__ = ["ProcessExecutor"]
 
@@ -37,8 +42,6 @@ _POLL_S = 0.05
 _IPC_SLACK_S = 0.05
 #: Chunks per worker per batch: enough to balance uneven attempts, few enough that
 #: one message carries many attempts.
-_CHUNKS_PER_WORKER = 4
-_MAX_CHUNK = 64
 
 
 def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
@@ -125,22 +128,9 @@ class ProcessExecutor:
             cancelled: Callable[[], bool]) -> None:
         if not items:
             return
-        size = max(1, min(_MAX_CHUNK, math.ceil(len(items) / (self.workers * _CHUNKS_PER_WORKER))))
-        queue: collections.deque[list[WorkItem]] = collections.deque(
-            list(items[i:i + size]) for i in range(0, len(items), size))
-        lock = threading.Lock()
-
-        def take() -> list[WorkItem] | None:
-            with lock:
-                return queue.popleft() if queue and not cancelled() else None
-
-        def requeue(chunk: list[WorkItem]) -> None:
-            if chunk:
-                with lock:
-                    queue.appendleft(chunk)
-
-        lanes = [threading.Thread(target=self._lane, args=(slot, take, requeue, on_outcome,
-                                                           cancelled),
+        queue = ChunkQueue(items, self.workers, cancelled)
+        lanes = [threading.Thread(target=self._lane,
+                                  args=(slot, queue.take, queue.put_back, on_outcome, cancelled),
                                   daemon=True, name=f"forge-process-lane-{slot}")
                  for slot in range(min(self.workers, len(queue)))]
         for t in lanes:

@@ -10,21 +10,24 @@ only the attempt that kills its worker is recorded ``lost``, with the reason.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import math
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from forge.errors import UserError
-from forge.executors._base import OnOutcome, WorkItem, WorkOutcome, load_harness, run_item_bounded
+from forge.executors._base import (
+    ChunkQueue,
+    OnOutcome,
+    WorkItem,
+    WorkOutcome,
+    load_harness,
+    run_item_bounded,
+)
 
 __all__ = ["RayExecutor", "import_ray"]
 
-_CHUNKS_PER_WORKER = 4
-_MAX_CHUNK = 64
 #: Beyond the sum of its items' timeouts, how long a chunk may take before its actor
 #: is presumed lost (s): actor start-up and scheduling on a busy cluster.
 _CHUNK_SLACK_S = 60.0
@@ -95,21 +98,10 @@ class RayExecutor:
             cancelled: Callable[[], bool]) -> None:
         if not items:
             return
-        size = max(1, min(_MAX_CHUNK, math.ceil(len(items) / (self.workers * _CHUNKS_PER_WORKER))))
-        queue: collections.deque[list[WorkItem]] = collections.deque(
-            list(items[i:i + size]) for i in range(0, len(items), size))
-        lock = threading.Lock()
-
-        def take() -> list[WorkItem] | None:
-            with lock:
-                return queue.popleft() if queue and not cancelled() else None
-
-        def retry_singly(chunk: list[WorkItem]) -> None:
-            with lock:
-                queue.extendleft([[item] for item in reversed(chunk)])
+        queue = ChunkQueue(items, self.workers, cancelled)
 
         def lane(slot: int) -> None:
-            while (chunk := take()) is not None:
+            while (chunk := queue.take()) is not None:
                 limit = sum(i.timeout_s for i in chunk) + _CHUNK_SLACK_S
                 try:
                     ref = self._actor(slot).run_chunk.remote(chunk)
@@ -117,7 +109,7 @@ class RayExecutor:
                 except Exception as exc:
                     self._replace(slot)
                     if len(chunk) > 1:
-                        retry_singly(chunk)  # find the one attempt that kills its worker
+                        queue.put_back_singly(chunk)  # find the attempt that kills its worker
                         continue
                     first = (str(exc).splitlines() or [""])[0]
                     why = f"ray task lost: {type(exc).__name__}" + (f": {first}" if first else "")
