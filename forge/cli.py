@@ -51,6 +51,15 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
+# Shared by `eval` and `search`: where attempts run.
+ExecutorOption = Annotated[str | None, typer.Option(
+    "--executor", help="where attempts run: local | process | ray (default: the bench's)")]
+WorkersOption = Annotated[int | None, typer.Option(
+    "--workers", min=1, help="worker processes or Ray actors (default: the cores)")]
+RayAddressOption = Annotated[str | None, typer.Option(
+    "--ray-address", help="join this Ray cluster (default: start a local one)")]
+
+
 @app.command("eval")
 def eval_command(
     bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
@@ -69,13 +78,9 @@ def eval_command(
     save: Annotated[Path | None, typer.Option("--save", help="write the full result")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print only the summary JSON")] = False,
     per_task: Annotated[bool, typer.Option("--per-task", help="show a row per task")] = False,
-    executor: Annotated[str | None, typer.Option(
-        "--executor", help="where attempts run: local | process | ray (default: the bench's)"
-    )] = None,
-    workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="worker processes or Ray actors (default: the cores)")] = None,
-    ray_address: Annotated[str | None, typer.Option(
-        "--ray-address", help="join this Ray cluster (default: start a local one)")] = None,
+    executor: ExecutorOption = None,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Evaluate one config on one split: K attempts per task, scored."""
     bench = load_bench(bench_path)
@@ -142,13 +147,9 @@ def search_command(
     budget_rollouts: Annotated[int | None, typer.Option("--budget-rollouts", min=1)] = None,
     proposer: Annotated[str, typer.Option(
         "--proposer", help="auto | sweep | optuna | reflect")] = "auto",
-    executor: Annotated[str | None, typer.Option(
-        "--executor", help="where attempts run: local | process | ray (default: the bench's)"
-    )] = None,
-    workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="worker processes or Ray actors (default: the cores)")] = None,
-    ray_address: Annotated[str | None, typer.Option(
-        "--ray-address", help="join this Ray cluster (default: start a local one)")] = None,
+    executor: ExecutorOption = None,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
     k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
     candidates: Annotated[int | None, typer.Option(
         "--candidates", min=1, help="candidate moves per step")] = None,
