@@ -26,15 +26,26 @@ if _typing.TYPE_CHECKING:
     )
     from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
     from forge.gates import GateResult
-    from forge.harness import AttemptContext, Harness, RunOutput, ToolCall, Usage
+    from forge.harness import (
+        AttemptContext,
+        AttemptTimeout,
+        CommandHarness,
+        Harness,
+        HttpHarness,
+        OpenAIHarness,
+        RunOutput,
+        ToolCall,
+        Usage,
+    )
     from forge.launch import launch_search, resume_search
+    from forge.llm import ChatClient, Endpoint, LLMError
     from forge.moves import Move, apply_move, neighbourhood
     from forge.proposers import Proposal, Proposer
     from forge.registry import Config, Registry, load_config, load_registry
     from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
     from forge.rollout import RolloutEngine, derive_seed
     from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
-    from forge.scorers import Score, Scorer
+    from forge.scorers import JudgeScorer, Score, Scorer
     from forge.search import Search, SearchOptions, SearchOutcome
     from forge.spec import Spec
     from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
@@ -66,11 +77,18 @@ _LAZY: dict[str, str] = {
     'evaluate_async': 'forge.evaluate',
     'GateResult': 'forge.gates',
     'AttemptContext': 'forge.harness',
+    'AttemptTimeout': 'forge.harness',
+    'CommandHarness': 'forge.harness',
+    'HttpHarness': 'forge.harness',
+    'OpenAIHarness': 'forge.harness',
     'Harness': 'forge.harness',
     'RunOutput': 'forge.harness',
     'ToolCall': 'forge.harness',
     'Usage': 'forge.harness',
     'launch_search': 'forge.launch',
+    'ChatClient': 'forge.llm',
+    'Endpoint': 'forge.llm',
+    'LLMError': 'forge.llm',
     'resume_search': 'forge.launch',
     'Move': 'forge.moves',
     'apply_move': 'forge.moves',
@@ -92,6 +110,7 @@ _LAZY: dict[str, str] = {
     'RuntimeJournal': 'forge.runtime',
     'RuntimeMutator': 'forge.runtime',
     'RuntimeRun': 'forge.runtime',
+    'JudgeScorer': 'forge.scorers',
     'Score': 'forge.scorers',
     'Scorer': 'forge.scorers',
     'Search': 'forge.search',
@@ -123,22 +142,30 @@ __all__ = [
     "DEFAULT_SEED",
     "AttemptContext",
     "AttemptResult",
+    "AttemptTimeout",
     "Bench",
     "BenchError",
     "BenchFile",
+    "ChatClient",
+    "CommandHarness",
     "Config",
     "ConfigError",
+    "Endpoint",
     "EvalResult",
     "EvaluationInterrupted",
     "ExpectedTool",
     "ForgeError",
     "GateResult",
     "Harness",
+    "HttpHarness",
     "IncomparableError",
     "InputFileError",
     "Interval",
+    "JudgeScorer",
+    "LLMError",
     "Move",
     "MoveError",
+    "OpenAIHarness",
     "PairedTest",
     "Proposal",
     "Proposer",

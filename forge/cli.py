@@ -146,7 +146,9 @@ def search_command(
     patience: Annotated[int | None, typer.Option("--patience", min=1)] = None,
     budget_rollouts: Annotated[int | None, typer.Option("--budget-rollouts", min=1)] = None,
     proposer: Annotated[str, typer.Option(
-        "--proposer", help="auto | sweep | optuna | reflect")] = "auto",
+        "--proposer", help="auto | sweep | optuna | reflect | llm (a model proposes one "
+                           "move per step; needs FORGE_OPENAI_BASE_URL, optionally "
+                           "FORGE_OPENAI_MODEL and FORGE_OPENAI_API_KEY)")] = "auto",
     executor: ExecutorOption = None,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,

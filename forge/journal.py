@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge._files import atomic_write_text
 from forge.errors import JournalError, UserError
+from forge.secrets import redact
 from forge.store import iter_jsonl_tolerant, truncate_torn_tail
 
 __all__ = [
@@ -86,7 +87,7 @@ def load_run(folder: Path) -> RunInfo:
 
 def write_run(folder: Path, info: RunInfo) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / "run.json", info.model_dump_json(indent=2) + "\n")
+    atomic_write_text(folder / "run.json", redact(info.model_dump_json(indent=2)) + "\n")
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
@@ -119,8 +120,9 @@ class JournalWriter:
     def write(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append ``record`` (with a timestamp); returns the record as stored."""
         record = {**record, "at": datetime.now(UTC).isoformat()}
-        # Round-trip through JSON so the comparison sees what a reader would see.
-        record = json.loads(json.dumps(record, allow_nan=False, default=str))
+        # Round-trip through JSON so the comparison sees what a reader would see,
+        # secrets redacted as they are on disk.
+        record = json.loads(redact(json.dumps(record, allow_nan=False, default=str)))
         if self._position < len(self._existing):
             old = self._existing[self._position]
             if _stable(old) != _stable(record):

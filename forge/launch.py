@@ -67,6 +67,11 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     # An executor that cannot start (Ray missing, a non-python harness) is refused
     # before the run folder exists.
     check_executor(executor or bench.executor_settings(), bench.harness_spec)
+    # Built once before the run folder exists: an unknown proposer, a bad option, or one
+    # that cannot start (llm without an endpoint) writes nothing. No I/O without run_dir.
+    probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=seed)
+    describe = getattr(probe, "journal_form", None)
+    proposer_info = {"proposer_info": describe()} if callable(describe) else {}
     options = _options(bench, max_steps=max_steps, patience=patience,
                        budget_rollouts=budget_rollouts, k=k, seed=seed,
                        concurrency=concurrency, candidates_per_step=candidates_per_step,
@@ -74,7 +79,7 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
                    bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
                    start_config=start.values, start_fingerprint=start.fingerprint,
-                   options={**options.journal_form(), "proposer": proposer,
+                   options={**options.journal_form(), "proposer": proposer, **proposer_info,
                             "first_moves": [m.model_dump() for m in first_moves or []],
                             "concurrency": options.concurrency},
                    created_at=datetime.now(UTC))

@@ -22,6 +22,7 @@ from forge.errors import ResultFileError
 from forge.harness._base import RunOutput
 from forge.registry import Scalar
 from forge.scorers._base import Score
+from forge.secrets import redact
 
 __all__ = [
     "FORMAT_VERSION",
@@ -221,7 +222,7 @@ def _mean_metrics(attempts: list[AttemptResult]) -> dict[str, float]:
 
 def save_result(result: EvalResult, path: str | Path) -> None:
     """Write the full result atomically: the old file stays whole until the new one is."""
-    atomic_write_text(path, result.model_dump_json() + "\n")
+    atomic_write_text(path, redact(result.model_dump_json()) + "\n")
 
 
 def load_result(path: str | Path) -> EvalResult:

@@ -11,7 +11,8 @@ Three levels, from cheap to detailed:
   :class:`RunSummary` each, and never raises for one bad folder: the problem is
   put on that folder's summary so the other runs still show.
 - :func:`load_run_records` reads one run into :class:`RunRecords`, its records
-  split by kind (``start``, ``candidate``, ``stop``, ``test``, ``end``).
+  split by kind (``start``, ``candidate``, ``proposal_invalid``, ``stop``, ``test``,
+  ``end``).
 - :func:`step_records` gives the candidate records in the shape that
   ``forge journal show RUN --json`` promises (DESIGN.md, CLI); :func:`dev_delta`,
   :func:`val_delta`, :func:`aux_changes` and :func:`failing_gates` pick out what a
@@ -70,6 +71,9 @@ class RunRecords:
     info: RunInfo
     start: dict[str, Any] | None = None
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    #: ``proposal_invalid`` records: what a proposer refused to offer (an LLM's unusable
+    #: reply), with its reason; they are not steps of the ``--json`` contract.
+    invalid: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None
     test: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
@@ -92,8 +96,8 @@ class RunRecords:
         for record, key in ((self.end, "steps"), (self.stop, "step")):
             if record is not None and isinstance(record.get(key), int):
                 return int(record[key])
-        return max((int(r["step"]) for r in self.candidates if isinstance(r.get("step"), int)),
-                   default=0)
+        return max((int(r["step"]) for r in (*self.candidates, *self.invalid)
+                    if isinstance(r.get("step"), int)), default=0)
 
     @property
     def promotions(self) -> list[dict[str, Any]]:
@@ -162,16 +166,20 @@ def load_run_records(folder: Path) -> RunRecords:
                            file=folder / "journal.jsonl") from None
     split: dict[str, Any] = {"start": None, "stop": None, "test": None, "end": None}
     candidates: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []
     for record in records:
         kind = record.get("kind")
         if kind == "candidate":
             candidates.append(record)
+        elif kind == "proposal_invalid":
+            invalid.append(record)
         elif kind in split and isinstance(kind, str):
             split[kind] = record  # one of each in a run; the last one wins if not
         else:
             other.append(record)
-    return RunRecords(folder=folder, info=info, candidates=candidates, other=other, **split)
+    return RunRecords(folder=folder, info=info, candidates=candidates, invalid=invalid,
+                      other=other, **split)
 
 
 # -- the --json contract ---------------------------------------------------------------

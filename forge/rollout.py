@@ -30,10 +30,11 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from forge.executors._base import Executor, WorkItem, WorkOutcome
-from forge.harness._base import AttemptContext, Harness, RunOutput
+from forge.harness._base import AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.registry import Config
 from forge.results import AttemptResult, StopReason
 from forge.scorers._base import Score, Scorer
+from forge.secrets import redact
 from forge.task import Task
 
 __all__ = ["AttemptKey", "RolloutEngine", "derive_seed"]
@@ -176,7 +177,8 @@ class RolloutEngine:
                ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]:
         """The result of a returned call; an awaitable of it when the scorer is async."""
         if exc is not None:
-            return self._finish(p, "error", f"{type(exc).__name__}: {exc}")
+            stop: StopReason = "timeout" if isinstance(exc, AttemptTimeout) else "error"
+            return self._finish(p, stop, f"{type(exc).__name__}: {exc}")
         try:
             output = _as_run_output(raw)
         except ValueError as err:
@@ -554,6 +556,9 @@ def _abandon(call: asyncio.Future[Any]) -> None:
 
 
 def _clip(text: str | None) -> str | None:
-    if text is None or len(text) <= _MAX_ERROR_CHARS:
+    if text is None:
+        return None
+    text = redact(text)  # before the clip, which could cut a secret in two
+    if len(text) <= _MAX_ERROR_CHARS:
         return text
     return text[:_MAX_ERROR_CHARS] + f"... [{len(text) - _MAX_ERROR_CHARS} more chars]"

@@ -277,6 +277,12 @@ class Search:
                                         for a in items],
                           step=step, rng=self._rng("propose", step))
         offered = queued + self.proposer.propose(view, n)
+        # A proposer may refuse what its own source produced (an LLM's unusable reply):
+        # each refusal is journaled as a record of its own, and the step goes on.
+        drain = getattr(self.proposer, "drain_rejections", None)
+        for item in drain() if callable(drain) else []:
+            self._emit({"proposer": self.proposer.name, **item, "kind": "proposal_invalid",
+                        "step": step, "incumbent": incumbent.fingerprint})
         if not offered:  # a proposer with nothing to say falls back to the neighbourhood
             rest = untried[:]
             self._rng("fallback", step).shuffle(rest)

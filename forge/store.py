@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from forge.results import AttemptResult
+from forge.secrets import redact
 
 __all__ = ["AttemptStore", "iter_jsonl_tolerant"]
 
@@ -92,8 +93,8 @@ class AttemptStore:
             if r.stop_reason == "cancelled":
                 continue
             self._data[(config, stream, r.task_id, r.attempt)] = r
-            lines.append(json.dumps({"config": config, "stream": stream,
-                                     "result": r.model_dump(mode="json")}))
+            lines.append(redact(json.dumps({"config": config, "stream": stream,
+                                            "result": r.model_dump(mode="json")})))
         if self.path is not None and lines:
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write("\n".join(lines) + "\n")

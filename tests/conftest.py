@@ -244,3 +244,11 @@ def assert_user_error(code: int, out: str, err: str, *fragments: str) -> str:
         assert fragment in lines[0]
     assert out == ""
     return lines[0]
+
+
+@pytest.fixture
+def openai_server() -> Any:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (see tests/openai_server.py)."""
+    from openai_server import ScriptedOpenAI
+    with ScriptedOpenAI() as server:
+        yield server

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from openai_math_model import math_model
+from openai_server import ScriptedOpenAI
 
 from forge.bench import load_bench
 from forge.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = sorted([*ROOT.glob("benches/*/bench.yaml"), *ROOT.glob("tests/benches/*/bench.yaml")])
+
+
+@pytest.fixture(autouse=True)
+def _openai_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """benches/openai-math calls a model: here a scripted one that uses its tools."""
+    with ScriptedOpenAI(math_model) as server:
+        monkeypatch.setenv("FORGE_OPENAI_BASE_URL", server.url)
+        yield
 
 
 def test_the_repository_ships_benches() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from forge.harness._base import AttemptContext, RunOutput
+from forge.harness._base import AttemptContext, AttemptTimeout, RunOutput
 from forge.task import Task
 
 __all__ = [
@@ -125,7 +125,8 @@ def run_item(fn: Callable[..., Any], item: WorkItem) -> WorkOutcome:
         if inspect.isawaitable(raw):
             raw = asyncio.run(_awaited(raw))
     except BaseException as exc:
-        return WorkOutcome(item.index, "error", None, f"{type(exc).__name__}: {exc}",
+        kind: Outcome = "timeout" if isinstance(exc, AttemptTimeout) else "error"
+        return WorkOutcome(item.index, kind, None, f"{type(exc).__name__}: {exc}",
                            time.monotonic() - start)
     duration = time.monotonic() - start
     try:

@@ -8,7 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forge.task import Task
 
-__all__ = ["AttemptContext", "Harness", "RunOutput", "ToolCall", "Usage"]
+__all__ = ["AttemptContext", "AttemptTimeout", "Harness", "RunOutput", "ToolCall", "Usage"]
+
+
+class AttemptTimeout(TimeoutError):
+    """Raised by a harness that enforces the attempt's deadline itself (a command it had
+    to stop, an endpoint that did not answer in time): the attempt is recorded as
+    ``timeout``, as when the engine's own deadline fires, not as an ``error``."""
 
 
 class ToolCall(BaseModel):

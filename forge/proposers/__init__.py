@@ -15,6 +15,10 @@ name         what it does; options (defaults)
 ``reflect``  failure signals of the incumbent's dev attempts mapped through the
              registry's ``hints``; none
 ``auto``     ``reflect`` first, then ``optuna``; same options as ``optuna``
+``llm``      one move per step from a model reading the incumbent's dev failures
+             (endpoint from ``FORGE_OPENAI_BASE_URL`` / ``_MODEL`` / ``_API_KEY``);
+             temperature (0.0), max_tokens (400); replies cached in
+             ``run_dir/llm_proposer.jsonl`` for resume
 ===========  ==========================================================================
 
 ``build_proposer("auto", registry=..., run_dir=..., seed=...)`` is the short way.
@@ -29,8 +33,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.llm.client import Endpoint
 from forge.proposers._base import EvaluatedConfig, Proposal, Proposer, SearchView
 from forge.proposers.auto import AutoProposer
+from forge.proposers.llm import LLMProposer
 from forge.proposers.optuna_ranked import OptunaProposer
 from forge.proposers.reflect import ReflectProposer
 from forge.proposers.sweep import SweepProposer
@@ -41,6 +47,7 @@ __all__ = [
     "PROPOSERS",
     "AutoProposer",
     "EvaluatedConfig",
+    "LLMProposer",
     "OptunaProposer",
     "Proposal",
     "Proposer",
@@ -114,6 +121,22 @@ def _auto(args: dict[str, Any], ctx: BuildContext) -> Proposer:
     return AutoProposer(run.registry, run_dir=run.run_dir, seed=run.seed,
                         n_startup_trials=options.n_startup_trials,
                         n_samples=options.n_samples)
+
+
+class _LLMOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, ge=16, le=8192)
+
+
+@PROPOSERS.register("llm")
+def _llm(args: dict[str, Any], ctx: BuildContext) -> Proposer:
+    run = _context(ctx)
+    options = _LLMOptions.model_validate(args)
+    # A missing FORGE_OPENAI_BASE_URL is a UserError here, before any run folder exists.
+    endpoint = Endpoint.from_env(what="--proposer llm")
+    return LLMProposer(run.registry, endpoint, run_dir=run.run_dir,
+                       temperature=options.temperature, max_tokens=options.max_tokens)
 
 
 def build_proposer(name: str, *, registry: Registry, run_dir: Path | None, seed: int,

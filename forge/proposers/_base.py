@@ -66,6 +66,11 @@ class Proposer(Protocol):
       in order, including on resume, so a model-based proposer can rebuild its state
       by replay. It must not do I/O that a replay would repeat differently.
     - Deterministic given the view (use ``view.rng`` for randomness).
+
+    Optional: ``drain_rejections() -> list[dict]`` returns (and forgets) what the
+    proposer refused since the last call, e.g. an unusable model reply; the search
+    journals each dict as a ``proposal_invalid`` record (``step``, ``proposer``,
+    ``incumbent`` added) right after ``propose``.
     """
 
     name: str

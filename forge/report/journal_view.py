@@ -27,7 +27,8 @@ from forge.review import (
 
 __all__ = ["run_footer", "run_header", "run_problems", "runs_table", "steps_table"]
 
-VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
+VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow",
+                 "invalid": "magenta"}
 STATUS_STYLE = {"finished": "", UNFINISHED: "yellow", "damaged": "bold red"}
 
 
@@ -203,18 +204,43 @@ def _verdict_cell(record: dict[str, Any]) -> Text:
     return cell
 
 
+def _invalid_row(record: dict[str, Any]) -> list[str | Text]:
+    """A proposal the proposer refused (an LLM's unusable reply): its reply and why."""
+    move = Text("no move", style="dim")
+    reply = record.get("reply")
+    move.append(f"\n{record.get('proposer')} replied: " + (repr(reply) if reply else "—"))
+    verdict = Text("invalid", style=VERDICT_STYLE["invalid"])
+    verdict.append(f"\n{record.get('category')}: ", style="bold")
+    verdict.append(str(record.get("reason")))
+    return [str(record.get("step", "?")), move, Text("—"), Text("—"), Text("—"), verdict]
+
+
 def steps_table(run: RunRecords) -> Table:
     """One row per candidate record: the move, who proposed it and why, dev and val
-    deltas with their lower bounds, auxiliary changes, the verdict and what refused it."""
-    table = Table(title=f"{len(run.candidates)} candidates over {run.steps} steps",
-                  title_justify="left", show_lines=True)
+    deltas with their lower bounds, auxiliary changes, the verdict and what refused it.
+    Invalid proposals get a row of their own, before their step's candidates (as in
+    the journal)."""
+    title = f"{len(run.candidates)} candidates over {run.steps} steps"
+    if run.invalid:
+        title += f", {len(run.invalid)} invalid proposals"
+    table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("step", justify="right", no_wrap=True)
     table.add_column("move · proposer: reason", ratio=4, overflow="fold")
     table.add_column("dev Δ", no_wrap=True)
     table.add_column("val Δ", no_wrap=True)
     table.add_column("aux Δ", overflow="fold")
     table.add_column("verdict · failing gate: why", ratio=5, overflow="fold")
-    for r in run.candidates:
+
+    def step_of(r: dict[str, Any]) -> int:
+        return r["step"] if isinstance(r.get("step"), int) else 0
+
+    # A stable sort by step keeps journal order: a step's refusals come before its moves.
+    rows = sorted([*run.invalid, *run.candidates], key=lambda r: (
+        step_of(r), r.get("kind") != "proposal_invalid"))
+    for r in rows:
+        if r.get("kind") == "proposal_invalid":
+            table.add_row(*_invalid_row(r))
+            continue
         table.add_row(str(r.get("step", "?")), _move_cell(r), _delta_cell(dev_delta(r)),
                       _val_cell(r), _aux_cell(r), _verdict_cell(r))
     return table

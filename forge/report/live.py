@@ -38,6 +38,10 @@ class SearchView:
                                f"config {record['fingerprint'][:12]}")
         elif kind == "candidate":
             self._candidate(record)
+        elif kind == "proposal_invalid":
+            self._line(f"step {record.get('step', '?'):>2} " + escape(
+                f"[{record.get('proposer')}] no move: {record.get('category')}: "
+                f"{record.get('reason')}") + "  [magenta]INVALID[/]")
         elif kind == "stop":
             self._line(f"[bold]stopped[/] after {record['step']} steps: "
                        f"{record['text']} · {record['rollouts_total']} rollouts before "

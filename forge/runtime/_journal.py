@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from forge.errors import RuntimeJournalError
 from forge.moves import Move
 from forge.registry import RuntimeRule
+from forge.secrets import redact
 from forge.store import truncate_torn_tail
 
 __all__ = [
@@ -106,7 +107,7 @@ class RuntimeJournal:
 
     def write(self, record: RuntimeSignalRecord | RuntimeEndRecord) -> None:
         """Append ``record`` as one line; it is flushed (and synced) when this returns."""
-        data = (record.model_dump_json() + "\n").encode("utf-8")
+        data = (redact(record.model_dump_json()) + "\n").encode("utf-8")
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

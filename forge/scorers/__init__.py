@@ -13,6 +13,9 @@ name            shorthand    options (defaults)
 ``numeric``     --           abs_tol (1e-9), rel_tol (0)
 ``code``        ``target``   target ("module:function"), threshold (0.5)
 ``toolcall``    --           allow_additional (true), ordered (false)
+``judge``       ``rubric``   rubric, mode (binary|scale), threshold (7, scale only, on
+                             1-10), model, base_url (FORGE_OPENAI_*), api_key_env,
+                             timeout_s (60), retries (2)
 ``all``         ``scorers``  scorers (list of specs)
 ``any``         ``scorers``  scorers (list of specs)
 ``weighted``    ``scorers``  scorers (list of {scorer, weight (1)}), threshold (0.5)
@@ -29,6 +32,7 @@ from typing import Any
 from forge.scorers._base import Score, Scorer
 from forge.scorers.code import CodeScorer
 from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer, composite_factory
+from forge.scorers.judge import JudgeScorer
 from forge.scorers.numeric import NumericScorer
 from forge.scorers.text import ContainsScorer, ExactScorer, RegexScorer
 from forge.scorers.toolcall import ToolCallScorer
@@ -41,6 +45,7 @@ __all__ = [
     "CodeScorer",
     "ContainsScorer",
     "ExactScorer",
+    "JudgeScorer",
     "NumericScorer",
     "RegexScorer",
     "Score",
@@ -58,6 +63,7 @@ SCORERS.register("regex", shorthand="pattern")(RegexScorer.from_args)
 SCORERS.register("numeric")(NumericScorer.from_args)
 SCORERS.register("code", shorthand="target")(CodeScorer.from_args)
 SCORERS.register("toolcall")(ToolCallScorer.from_args)
+SCORERS.register("judge", shorthand="rubric")(JudgeScorer.from_args)
 SCORERS.register("all", shorthand="scorers")(composite_factory("all", SCORERS))
 SCORERS.register("any", shorthand="scorers")(composite_factory("any", SCORERS))
 SCORERS.register("weighted", shorthand="scorers")(composite_factory("weighted", SCORERS))

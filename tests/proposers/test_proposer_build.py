@@ -22,7 +22,7 @@ from forge.spec import BuildContext, Spec
 
 
 def test_every_proposer_is_registered() -> None:
-    assert PROPOSERS.names() == ["auto", "optuna", "reflect", "sweep"]
+    assert PROPOSERS.names() == ["auto", "llm", "optuna", "reflect", "sweep"]
 
 
 @pytest.mark.parametrize(("name", "cls"), [("sweep", SweepProposer),
@@ -49,7 +49,7 @@ def test_run_dir_and_seed_reach_the_optuna_part(tmp_path: Path) -> None:
 
 def test_unknown_names_and_bad_options_are_one_line_user_errors() -> None:
     registry = mixed_registry()
-    with pytest.raises(BenchError, match="unknown proposer 'greedy'; known: auto, optuna"):
+    with pytest.raises(BenchError, match="unknown proposer 'greedy'; known: auto, llm, optuna"):
         build_proposer("greedy", registry=registry, run_dir=None, seed=0)
     with pytest.raises(UserError, match="proposer"):
         build_proposer("sweep", registry=registry, run_dir=None, seed=0, options={"x": 1})

@@ -16,6 +16,7 @@ from pathlib import Path
 from forge._files import atomic_write_text
 from forge.report.html._data import Incumbent, RunReport, ZoneTask, load_report
 from forge.report.html._page import render_page
+from forge.secrets import redact
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "render_html", "write_html"]
 
@@ -29,5 +30,5 @@ def write_html(folder: Path, out: Path | None = None) -> Path:
     """Write the report of the run in ``folder`` to ``out`` (default
     ``<folder>/report.html``), all or nothing; returns the path written."""
     target = out if out is not None else folder / "report.html"
-    atomic_write_text(target, render_html(folder))
+    atomic_write_text(target, redact(render_html(folder)))
     return target

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,8 @@ class RunReport:
     zone: list[ZoneTask]
     dev_tasks_final: int
     k: int | None
+    #: ``proposal_invalid`` records: replies a proposer refused (no move, no rollouts).
+    invalid: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def promoted(self) -> list[dict[str, Any]]:
@@ -137,7 +139,8 @@ def load_report(folder: Path) -> RunReport:
     return RunReport(folder=folder, info=info, start=start, decisions=decisions, stop=stop,
                      test=test, end=end, incumbents=incumbents, last_step=last_step,
                      final_fingerprint=final, has_attempts=has_attempts, zone=zone,
-                     dev_tasks_final=len(final_dev), k=k)
+                     dev_tasks_final=len(final_dev), k=k,
+                     invalid=[r for r in records if r.get("kind") == "proposal_invalid"])
 
 
 def _last(records: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:

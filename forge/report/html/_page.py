@@ -108,6 +108,8 @@ def _summary(report: RunReport) -> str:
         _card(fmt(rollouts, ",.0f"), "rollouts spent" + (" (with test)" if end else "")),
         _card(fmt(cost, ",.4g"), "cost spent"),
     ]
+    if report.invalid:  # replies the proposer refused (see forge journal show for each)
+        cards.append(_card(str(len(report.invalid)), "invalid proposals (no move)"))
     why = (f"Stopped after {stop.get('step')} steps: {stop.get('text', stop.get('reason'))}."
            if stop else "The run has not finished: no stop record (it can be resumed).")
     return f'<div class="cards">{"".join(cards)}</div><p class="caption">{esc(why)}</p>'

@@ -1,0 +1,207 @@
+"""Secret hygiene: a secret forge reads from the environment never reaches a file or a log.
+
+Every piece that takes a credential from the environment (the HTTP harness's
+``headers_from_env``, the OpenAI harness, the LLM judge and proposer) reads it with
+:func:`secret_from_env`, which registers the value. Every place where forge writes
+(the search journal and ``run.json``, the attempt store, saved results, the runtime
+journal, the HTML report, attempt error texts) passes its text through
+:func:`redact`, which replaces each registered value with ``***``. Log records are
+redacted as they are made (see :func:`register_secret`).
+
+Rules for callers:
+
+- Redact *before* you truncate. A clip that cuts a secret in two leaves a prefix
+  that no longer matches, so the half-secret would be written in the clear.
+- Redact text, not a structure's ``repr``: the forms a value takes in JSON, in
+  HTML, in a Python ``repr`` and in a URL are registered with it, so ``redact``
+  works on JSON lines, HTML pages and exception messages alike.
+
+What is not registered, with a warning naming the variable (never the value):
+
+- values shorter than :data:`MIN_SECRET_CHARS` (8). Redaction replaces every
+  occurrence of the value in everything forge writes; a short value (``"test"``,
+  ``"abc123"``) also occurs in ordinary text, and replacing it there would mangle
+  task inputs, outputs and file paths, and could make a resumed run's journal
+  differ from itself. A value that short is no protection anyway. Refusing the
+  secret instead would stop a run against a local service with a dummy key, so
+  forge uses it and says it cannot keep it out of its files.
+- values made only of digits and ``+-.eE``: those can occur inside a number of
+  the JSON forge writes (a seed, a duration), and replacing part of a number
+  with ``***`` would corrupt the file.
+
+With no secret registered, :func:`redact` returns its argument after one check,
+so writers call it unconditionally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import logging
+import os
+import re
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+__all__ = [
+    "MASK",
+    "MIN_SECRET_CHARS",
+    "RedactingFilter",
+    "clear_secrets",
+    "redact",
+    "register_secret",
+    "secret_from_env",
+]
+
+log = logging.getLogger(__name__)
+
+#: What a secret is replaced with.
+MASK = "***"
+#: Shorter values are not registered (see the module docstring).
+MIN_SECRET_CHARS = 8
+
+_NUMBER_LIKE = re.compile(r"[0-9+\-.eE]+")
+
+# Every registered value and its escaped forms, longest first so that a longer form
+# that contains a shorter one is replaced whole. Replaced, never mutated: readers
+# take the tuple without the lock.
+_needles: tuple[str, ...] = ()
+_lock = threading.Lock()
+_warned: set[str] = set()  # digests of refused values already warned about
+_factory_installed = False
+
+
+def secret_from_env(name: str) -> str | None:
+    """The value of environment variable ``name``, registered as a secret.
+
+    None when the variable is unset or empty: an empty credential is never meant,
+    and callers then have one case to report.
+    """
+    value = os.environ.get(name)
+    if not value:
+        return None
+    register_secret(value, name=name)
+    return value
+
+
+def register_secret(value: str, *, name: str | None = None) -> bool:
+    """Redact ``value`` from everything forge writes from now on, in this process.
+
+    Returns False (and logs a warning naming ``name``, never the value) when the
+    value cannot be redacted safely: shorter than :data:`MIN_SECRET_CHARS`, or
+    number-like. Registering a value twice is harmless.
+    """
+    global _needles
+    if not isinstance(value, str):
+        raise TypeError(f"a secret is a str, not {type(value).__name__}")
+    why = None
+    if len(value) < MIN_SECRET_CHARS:
+        why = f"it is shorter than {MIN_SECRET_CHARS} characters"
+    elif _NUMBER_LIKE.fullmatch(value):
+        why = "it looks like a number"
+    if why is not None:
+        _warn_once(value, name, why)
+        return False
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], html.escape(value), html.escape(value, quote=False),
+             quote(value, safe=""), quote_plus(value)}
+    with _lock:
+        _needles = tuple(sorted(set(_needles) | forms, key=lambda s: (-len(s), s)))
+    _install_log_redaction()
+    return True
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (in any of its forms) replaced by ``***``."""
+    needles = _needles
+    if not needles:  # the fast path: no secret, nothing to look for
+        return text
+    for needle in needles:
+        if needle in text:
+            text = text.replace(needle, MASK)
+    return text
+
+
+def clear_secrets() -> None:
+    """Forget every registered secret (for tests; a process keeps its secrets)."""
+    global _needles
+    with _lock:
+        _needles = ()
+        _warned.clear()
+
+
+def _warn_once(value: str, name: str | None, why: str) -> None:
+    key = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    where = f"the value of {name}" if name else "a secret"
+    log.warning("%s is not redacted from forge's files and logs: %s", where, why)
+
+
+# -- logging -----------------------------------------------------------------------------
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    """Redact a record's message, exception text and stack in place."""
+    if not _needles:
+        return
+    try:
+        message = record.getMessage()
+    except Exception:  # bad format args: logging reports them itself, later
+        return
+    clean = redact(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        # Formatter.format uses exc_text when set, so the traceback, which holds the
+        # exception's message, is written redacted.
+        record.exc_text = redact("".join(traceback.format_exception(*record.exc_info))
+                                 ).rstrip("\n")
+    elif record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+
+
+class RedactingFilter(logging.Filter):
+    """A filter that redacts records passing through it; never drops one.
+
+    forge does not need it (it redacts records as they are made, below); it is for
+    an application that replaces the log record factory without chaining it: attach
+    it to your handlers.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _redact_record(record)
+        return True
+
+
+def _install_log_redaction() -> None:
+    """Redact every log record of the process as it is made, once a secret exists.
+
+    Not a filter on the ``forge`` logger: a logger's filters see only the records
+    logged on that very logger, not those of ``forge.store`` or ``forge.harness.http``
+    propagating through it, and a filter on handlers misses handlers added later
+    (pytest's, an application's). The record factory sees every record, whatever
+    its logger and handlers, including a harness's own logging that echoes a
+    secret. The previous factory is chained, not replaced.
+    """
+    global _factory_installed
+    with _lock:
+        if _factory_installed:
+            return
+        previous: Callable[..., logging.LogRecord] = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _factory_installed = True

@@ -1,0 +1,253 @@
+"""Secret hygiene: a secret read from the environment is in no file forge writes, no log."""
+
+from __future__ import annotations
+
+import html
+import importlib
+import io
+import json
+import logging
+import secrets
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import quote, quote_plus
+
+import pytest
+from conftest import MakeBench, run_forge
+
+from forge.harness import RunOutput
+from forge.journal import JournalWriter
+from forge.results import AttemptResult, load_result
+from forge.runtime import RuntimeEndRecord, RuntimeJournal
+from forge.secrets import (
+    MASK,
+    RedactingFilter,
+    clear_secrets,
+    redact,
+    register_secret,
+    secret_from_env,
+)
+from forge.store import AttemptStore
+
+ENV = "FORGE_HARNESS_TOKEN"
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    clear_secrets()
+    yield
+    clear_secrets()
+
+
+@pytest.fixture
+def token() -> str:
+    """A random 32-character credential."""
+    value = secrets.token_urlsafe(24)
+    assert len(value) == 32
+    return value
+
+
+def http_service() -> ModuleType:
+    """The harness service of the HTTP harness tests (``tests/harness/http_service.py``)."""
+    folder = str(Path(__file__).resolve().parent / "harness")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module("http_service")
+
+
+def assert_clean(data: bytes | str, token: str, where: str) -> None:
+    raw = data if isinstance(data, bytes) else data.encode()
+    assert token.encode() not in raw, where
+    # Nor a clipped piece of it: redaction runs before any clip.
+    assert token[:12].encode() not in raw, where
+
+
+# -- redact --------------------------------------------------------------------------------
+
+
+def test_without_secrets_redact_returns_its_argument() -> None:
+    text = "nothing to hide " * 100
+    assert redact(text) is text
+
+
+def test_every_form_of_a_secret_is_replaced() -> None:
+    value = 'p@ss/wörd"x+y <z> 42'
+    assert register_secret(value)
+    forms = [value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], html.escape(value), quote(value, safe=""), quote_plus(value)]
+    for form in forms:
+        assert redact(f"before {form} after") == f"before {MASK} after", form
+    document = json.dumps({"error": f"token {value}", "n": 12345678901234})
+    cleaned = json.loads(redact(document))  # still valid JSON
+    assert cleaned == {"error": f"token {MASK}", "n": 12345678901234}
+    assert redact(redact(document)) == redact(document)
+
+
+def test_two_secrets_and_a_longer_one_containing_a_shorter(token: str) -> None:
+    assert register_secret(token)
+    assert register_secret(f"Bearer {token}")
+    assert redact(f"a Bearer {token} b {token} c") == f"a {MASK} b {MASK} c"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("k3y!", "shorter than 8"), ("", "shorter than 8"), ("12345678901", "looks like a number"),
+    ("1.5e+300", "looks like a number"),
+])
+def test_values_that_cannot_be_redacted_safely_are_refused_with_a_warning(
+        caplog: pytest.LogCaptureFixture, value: str, why: str) -> None:
+    with caplog.at_level(logging.WARNING, logger="forge.secrets"):
+        assert register_secret(value, name="MY_KEY") is False
+    (record,) = caplog.records
+    assert "MY_KEY" in record.getMessage() and why in record.getMessage()
+    if value:
+        assert value not in record.getMessage()
+    assert redact(f"seed {value} and more") == f"seed {value} and more"
+
+
+def test_secret_from_env(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    assert secret_from_env(ENV) is None
+    monkeypatch.setenv(ENV, "")
+    assert secret_from_env(ENV) is None
+    monkeypatch.setenv(ENV, token)
+    assert secret_from_env(ENV) == token
+    assert redact(f"x{token}x") == f"x{MASK}x"
+
+
+def test_log_records_are_redacted_whatever_their_logger(token: str) -> None:
+    register_secret(token)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        logging.getLogger("forge.anything").warning("sent %s", {"Authorization": token})
+        logging.getLogger("someone.else").warning(f"inline {token}")
+        try:
+            raise RuntimeError(f"service said {token}")
+        except RuntimeError:
+            logging.getLogger("forge.other").exception("attempt failed")
+    finally:
+        root.removeHandler(handler)
+    text = stream.getvalue()
+    assert_clean(text, token, "log output")
+    assert text.count(MASK) == 3 and "RuntimeError: service said ***" in text
+
+
+def test_redacting_filter_on_a_record_made_without_the_factory(token: str) -> None:
+    register_secret(token)
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "key %s", (token,), None)
+    assert RedactingFilter().filter(record) is True
+    assert record.getMessage() == f"key {MASK}"
+
+
+# -- the writers ---------------------------------------------------------------------------
+
+
+def test_store_journal_runtime_journal_and_replay_are_redacted(tmp_path: Path,
+                                                               token: str) -> None:
+    register_secret(token)
+    attempt = AttemptResult(task_id="t", attempt=0, seed=1, stop_reason="completed",
+                            duration_s=0.1, output=RunOutput(output=f"echo {token}",
+                                                             trace={"auth": token}))
+    store = AttemptStore(tmp_path / "attempts.jsonl")
+    store.add("cfg", "dev", [attempt])
+    assert AttemptStore(tmp_path / "attempts.jsonl").get("cfg", "dev", "t", 0) is not None
+
+    record = {"kind": "step", "reason": f"the trace shows {token}"}
+    stored = JournalWriter(tmp_path).write(record)
+    assert stored["reason"] == f"the trace shows {MASK}"
+    # A resumed run writes the same record again, secret and all: no divergence.
+    assert JournalWriter(tmp_path).write(record)["reason"] == stored["reason"]
+
+    with RuntimeJournal(tmp_path / "runtime.jsonl") as journal:
+        journal.write(RuntimeEndRecord(at=datetime.now(UTC), run_id="r", mode="observe",
+                                       registry="reg", registry_digest="d", counts={},
+                                       restored_ok=True, error=f"restore saw {token}"))
+    for name in ("attempts.jsonl", "journal.jsonl", "runtime.jsonl"):
+        data = (tmp_path / name).read_bytes()
+        assert_clean(data, token, name)
+        assert MASK.encode() in data, name
+
+
+def test_an_attempt_error_echoing_a_secret_is_redacted_before_its_clip(
+        make_bench: MakeBench, tmp_path: Path, token: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, token)
+    secret_from_env(ENV)  # as a plugin reading its credential through forge would
+    # The secret straddles the 2000-character clip of error texts: clipped first, its
+    # first 15 characters would be written.
+    bench = make_bench(textwrap.dedent(f"""
+        import os
+
+        def run(config, task, ctx):
+            raise RuntimeError("x" * 1970 + " " + os.environ["{ENV}"] + " and more")
+        """))
+    code, _, err = run_forge(capsys, "eval", bench, "--json", "--save", tmp_path / "r.json")
+    assert code == 0, err
+    data = (tmp_path / "r.json").read_bytes()
+    assert_clean(data, token, "result")
+    for a in load_result(tmp_path / "r.json").attempts:
+        assert a.stop_reason == "error" and (a.error or "").endswith(" *** and more")
+
+
+# -- the issue's "done when": a search against an echoing HTTP service ---------------------
+
+
+def test_search_over_an_echoing_http_service_writes_no_secret(
+        tmp_path: Path, token: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    svc = http_service()
+    monkeypatch.setenv(ENV, f"Bearer {token}")
+    journals = tmp_path / "journals"
+    stderr_log = logging.StreamHandler(sys.stderr)  # capsys's stderr: logs are checked too
+    logging.getLogger().addHandler(stderr_log)
+    caplog.set_level(logging.INFO)
+    try:
+        with svc.HarnessService() as service:
+            # Every answer, error body and service log line echoes the Authorization
+            # header and the bare token; dev-2 always fails with such a 500.
+            service.default = svc.Behaviour(echo=True)
+            service.by_task["dev-2"] = svc.Behaviour(echo=True, fail_first=1000)
+            bench = svc.write_http_bench(tmp_path / "bench", {
+                "url": service.url, "headers_from_env": {"Authorization": ENV},
+                "retries": {"max": 1, "backoff_s": 0.01, "on": ["5xx"]}})
+            code, out, err = run_forge(capsys, "search", bench, "--journals", journals,
+                                       "--run-id", "r1", "--max-steps", "2", "-k", "2",
+                                       "--budget-rollouts", "60")
+            assert code == 0, err
+            assert {s.headers["authorization"] for s in service.seen} == {f"Bearer {token}"}
+            code2, out2, err2 = run_forge(capsys, "eval", bench, "--json",
+                                          "--save", tmp_path / "result.json")
+            assert code2 == 0, err2
+        code3, out3, err3 = run_forge(capsys, "report", "r1", "--journals", journals,
+                                      "--html", journals / "r1" / "report.html")
+        assert code3 == 0, err3
+    finally:
+        logging.getLogger().removeHandler(stderr_log)
+
+    files = [p for p in journals.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"run.json", "journal.jsonl", "attempts.jsonl",
+                                       "report.html"}
+    for path in files:
+        assert_clean(path.read_bytes(), token, str(path))
+    attempts = (journals / "r1" / "attempts.jsonl").read_text(encoding="utf-8")
+    assert "(auth ***)" in attempts  # the echo was there, and was redacted
+    assert '"credential": "***"' in attempts and "credential ***" in attempts
+
+    result = (tmp_path / "result.json").read_bytes()
+    assert_clean(result, token, "result.json")
+    assert b"***" in result
+
+    for text, where in ((out, "search stdout"), (err, "search stderr"), (out2, "eval stdout"),
+                        (err2, "eval stderr"), (out3, "report stdout"), (err3, "report stderr")):
+        assert_clean(text, token, where)
+    assert "request for dev-0 with headers" in err and MASK in err  # the service's log
+    messages = "\n".join(r.getMessage() for r in caplog.records)
+    assert_clean(messages, token, "log records")
+    assert "retrying in" in messages  # forge's own retry log, from dev-2's 500s
+
