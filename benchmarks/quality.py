@@ -1,8 +1,8 @@
 """Search-quality contest (issue #9): which config does each method choose, and how good is it
 really?
 
-    python benchmarks/quality.py                       # triage, budgets 2000,5000,20000, 10 seeds
-    python benchmarks/quality.py --bench walksat --budgets 2000 --seeds 10
+    python benchmarks/quality.py --all                 # the whole table: results/quality.md
+    python benchmarks/quality.py --bench walksat --budgets 2000 --seeds 10 --resume
     python benchmarks/quality.py --rerender benchmarks/results/quality-triage.json
 
 Methods, all from the bench's start config (bench.yaml ``defaults``), with the bench's K:
@@ -17,6 +17,9 @@ Methods, all from the bench's start config (bench.yaml ``defaults``), with the b
   chosen config is the trial with the best dev mean (first on ties), as a user would.
   The first trial is the start config (enqueued), so "best by dev" can fall back to it.
 - ``random``: the same with ``RandomSampler(seed)``.
+- ``tpe-tol`` / ``random-tol``: the same trials, but the chosen config is the best dev mean
+  among trials whose dev auxiliary metrics stay within the bench's tolerances of the start
+  config's trial (point estimates, as a careful user would check). No extra rollouts.
 - ``naive``: the SelfForge rule as in benchmarks/gates.py, on the public API: each step
   the auto proposer offers up to 4 untried neighbours; each is evaluated on dev (K, same
   seeds); it qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's; the
@@ -55,7 +58,9 @@ sys.path.insert(0, str(HERE))
 import quality_truth as qt  # noqa: E402
 from gates import machine, wilson  # noqa: E402
 
-METHODS = ("forge-auto", "forge-sweep", "tpe", "random", "naive")
+METHODS = ("forge-auto", "forge-sweep", "tpe", "tpe-tol", "random", "random-tol", "naive")
+# The budgets of the one-command run (``--all``).
+BUDGETS = {"triage": [2000, 5000, 20000], "walksat": [2000, 5000, 20000]}
 EPS_WORSE = 0.005
 IMPROVED = 1e-9
 
@@ -120,28 +125,35 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
                else optuna.samplers.RandomSampler(seed=seed))
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial(dict(bench.defaults.values))
-    cache: dict[str, float] = {}
-    trials: list[tuple[int, float, dict[str, Any]]] = []  # (cumulative rollouts, dev, cfg)
+    cache: dict[str, Any] = {}
+    # (cumulative rollouts, dev mean, dev aux metrics, cfg); trial 0 is the start config.
+    trials: list[tuple[int, float, dict[str, float], dict[str, Any]]] = []
     used = 0
     while used + cost <= max(budgets):
         trial = study.ask()
         values = _suggest(trial, bench.registry)
         cfg = bench.registry.validate_config(values)
         if cfg.fingerprint not in cache:  # same seed => same result; still charged
-            cache[cfg.fingerprint] = evaluate(bench, cfg, split="dev", k=k,
-                                              seed=seed).mean_score
-        dev = cache[cfg.fingerprint]
+            cache[cfg.fingerprint] = evaluate(bench, cfg, split="dev", k=k, seed=seed)
+        res = cache[cfg.fingerprint]
         used += cost
-        study.tell(trial, dev)
-        trials.append((used, dev, cfg.values))
+        study.tell(trial, res.mean_score)
+        trials.append((used, res.mean_score, dict(res.metrics), cfg.values))
     wall = time.perf_counter() - t0
+    start_metrics = trials[0][2]
     out = []
     for b in budgets:
         fit = [t for t in trials if t[0] <= b]
-        best = max(fit, key=lambda t: t[1])  # first max on ties
-        out.append({"final_config": best[2], "rollouts": fit[-1][0], "trials": len(fit),
-                    "distinct": len({json.dumps(t[2], sort_keys=True) for t in fit}),
-                    "chosen_dev": best[1], "budget": b, "wall_s": wall})
+        # "-tol": what a careful user does with the same trials: the best dev mean among
+        # trials whose dev aux metrics stay within the bench's tolerances of the start
+        # config's (point estimates; the start itself is always eligible).
+        within = [t for t in fit if not qt.violations(name, start_metrics, t[2])]
+        for method, pool in ((sampler_name, fit), (f"{sampler_name}-tol", within)):
+            best = max(pool, key=lambda t: t[1])  # first max on ties
+            out.append({"method": method, "final_config": best[3], "rollouts": fit[-1][0],
+                        "trials": len(fit), "eligible": len(pool),
+                        "distinct": len({json.dumps(t[3], sort_keys=True) for t in fit}),
+                        "chosen_dev": best[1], "budget": b, "wall_s": wall})
     return out
 
 
@@ -221,7 +233,7 @@ def run_naive(name: str, seed: int, budget: int) -> list[dict]:
              "stop_reason": stop, "budget": budget, "wall_s": time.perf_counter() - t0}]
 
 
-def _job(args: tuple) -> list[dict]:
+def _job(args: tuple) -> tuple[tuple, list[dict]]:
     method, name, seed, budgets = args
     _quiet()
     if method in ("forge-auto", "forge-sweep"):
@@ -231,8 +243,9 @@ def _job(args: tuple) -> list[dict]:
     else:
         rows = run_naive(name, seed, budgets[0])
     for r in rows:
-        r.update(method=method, bench=name, seed=seed)
-    return rows
+        r.setdefault("method", method)
+        r.update(bench=name, seed=seed)
+    return args, rows
 
 
 def _truth_job(args: tuple) -> tuple[str, dict]:
@@ -308,7 +321,7 @@ def render(data: dict[str, Any]) -> str:
     climb = data.get("climb")
     out = [f"# Search quality: {data['bench']}", "",
            f"{data['date']} · {data['machine']} · {data['seeds']} seeds per (method, budget) · "
-           f"{data['workers']} workers · {data['wall_s']:.0f} s", "", f"`{data['command']}`", "",
+           f"{data['workers']} workers · {_timing(data)}", "", f"`{data['command']}`", "",
            f"Start config true test score: {agg['start_test']:.3f}; best config known: "
            f"{agg['best_known_test']:.3f} (lower bound on the registry's optimum: max of the "
            f"oracle hill-climb on true test score and every config scored in truth, "
@@ -327,6 +340,22 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _timing(data: dict[str, Any]) -> str:
+    """Wall time of the invocation, and of every search it reports (some may have been
+    resumed from the log of an earlier invocation)."""
+    searches: dict[tuple[str, int, int], float] = {}
+    for r in data["runs"]:  # tpe/random rows of one search repeat its wall time
+        key = (r["method"].removesuffix("-tol"), r["seed"],
+               r["budget"] if r["method"] in ("forge-auto", "forge-sweep", "naive") else 0)
+        searches[key] = r["wall_s"]
+    text = f"{data['wall_s']:.0f} s this invocation"
+    resumed = data.get("resumed", 0)
+    if resumed:
+        text += (f", {resumed} of {len(searches)} searches resumed from "
+                 f"cache/runs-{data['bench']}.jsonl")
+    return text + f"; the searches took {sum(searches.values()):,.0f} s of worker time"
+
+
 def combine() -> None:
     """results/quality.md and quality.json: every bench's results/quality-<bench>.json."""
     out = HERE / "results"
@@ -341,15 +370,99 @@ def combine() -> None:
     (out / "quality.md").write_text("\n\n".join(parts))
 
 
+def _job_key(job: tuple) -> str:
+    method, name, seed, budgets = job
+    return json.dumps([method, name, seed, list(budgets)])
+
+
+def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, methods: list[str],
+              truth_splits: list[str], resume: bool, no_climb: bool, command: str) -> str:
+    """Run the contest on one bench, write results/quality-<bench>.{json,md}, return the md."""
+    jobs = []
+    for seed in range(1, seeds + 1):
+        for m in methods:
+            if m in ("tpe", "random"):
+                jobs.append((m, name, seed, tuple(budgets)))
+            elif m in ("forge-auto", "forge-sweep", "naive"):
+                jobs += [(m, name, seed, (b,)) for b in budgets]
+    jobs.sort(key=lambda j: -max(j[3]))  # long jobs first
+    t0 = time.perf_counter()
+    runs: list[dict] = []
+    resumed = 0
+    # Every finished search is logged as it ends, so an interrupted run resumes where it
+    # stopped (--resume) instead of starting over.
+    log_path = HERE / "cache" / f"runs-{name}.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if resume and log_path.exists():
+        done: dict[str, list[dict]] = {}
+        for line in log_path.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                entry = json.loads(line)
+                done[entry["job"]] = entry["rows"]
+        keep = []
+        for j in jobs:
+            if _job_key(j) in done:
+                runs += done[_job_key(j)]
+            else:
+                keep.append(j)
+        print(f"{name}: resumed {len(jobs) - len(keep)} searches from {log_path}",
+              file=sys.stderr)
+        resumed = len(jobs) - len(keep)
+        jobs = keep
+    elif log_path.exists():
+        log_path.unlink()
+    ctx = mp.get_context("fork")
+    with log_path.open("a") as logf, ctx.Pool(workers, maxtasksperchild=20) as pool:
+        for i, (job, rows) in enumerate(pool.imap_unordered(_job, jobs), 1):
+            runs += rows
+            logf.write(json.dumps({"job": _job_key(job), "rows": rows}, default=str) + "\n")
+            logf.flush()
+            print(f"[{time.perf_counter() - t0:5.0f} s] {name} {i}/{len(jobs)} {job[0]} "
+                  f"s{job[2]} b{max(job[3])}", file=sys.stderr, flush=True)
+        start = qt.bench_of(name).defaults.values
+        configs = {json.dumps(c, sort_keys=True): c
+                   for c in [start] + [r["final_config"] for r in runs]}
+        truths = dict(pool.map(_truth_job, [(name, c, truth_splits)
+                                               for c in configs.values()]))
+    climb_path = HERE / "cache" / f"climb-{name}.json"
+    climb = None
+    if climb_path.exists() and climb_path.stat().st_size:
+        with contextlib.suppress(json.JSONDecodeError):
+            climb = json.loads(climb_path.read_text())
+    if climb is None and not no_climb:
+        climb = qt.climb(name, log=sys.stderr)
+        climb_path.write_text(json.dumps(climb, indent=1, default=str))
+    wall = time.perf_counter() - t0
+    agg = aggregate(name, runs, truths, climb, truths[json.dumps(start, sort_keys=True)])
+    data = {"bench": name, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine(), "command": command, "seeds": seeds, "budgets": budgets,
+            "workers": workers, "wall_s": wall, "resumed": resumed, "eps_worse": EPS_WORSE,
+            "k_truth": qt.K_TRUTH, "truth_seed": qt.TRUTH_SEED, "summary": agg, "climb": climb,
+            "truth_splits": truth_splits,
+            "truths": {k: {s: {"score": v[s]["score"], "metrics": v[s]["metrics"]}
+                           for s in v} for k, v in truths.items()},
+            "runs": runs}
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"quality-{name}.json").write_text(json.dumps(data, indent=1, default=str))
+    text = render(data)
+    (out / f"quality-{name}.md").write_text(text)
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--all", action="store_true",
+                    help="every bench at its BUDGETS, resuming logged searches, then --combine "
+                         "(the one command that regenerates results/quality.md)")
     ap.add_argument("--bench", default="triage", choices=list(qt.BENCHES))
-    ap.add_argument("--budgets", default="2000,5000,20000")
+    ap.add_argument("--budgets", default=None, help="comma-separated; default BUDGETS[bench]")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default="forge-auto,forge-sweep,tpe,random,naive",
+                    help="tpe and random also report their -tol variants")
     ap.add_argument("--no-climb", action="store_true")
-    ap.add_argument("--truth-splits", default="test,dev,val",
+    ap.add_argument("--truth-splits", default="test",
                     help="splits scored in truth for each chosen config (test is required)")
     ap.add_argument("--rerender", type=Path, default=None)
     ap.add_argument("--resume", action="store_true",
@@ -369,82 +482,21 @@ def main() -> None:
         args.rerender.with_suffix(".md").write_text(render(data))
         return
     _quiet()
-    name = args.bench
-    budgets = [int(b) for b in args.budgets.split(",")]
-    methods = [m for m in args.methods.split(",") if m]
     import forge.launch  # noqa: F401  (imported once; forked workers inherit it)
-    jobs = []
-    for seed in range(1, args.seeds + 1):
-        for m in methods:
-            if m in ("tpe", "random"):
-                jobs.append((m, name, seed, budgets))
-            else:
-                jobs += [(m, name, seed, [b]) for b in budgets]
-    jobs.sort(key=lambda j: -max(j[3]))  # long jobs first
-    t0 = time.perf_counter()
-    runs: list[dict] = []
-    log_path = HERE / "cache" / f"runs-{name}.jsonl"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    if args.resume and log_path.exists():
-        done: dict[str, list[dict]] = {}
-        for line in log_path.read_text().splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                done[entry["job"]] = entry["rows"]
-        keep = []
-        for j in jobs:
-            key = json.dumps([j[0], j[1], j[2], list(j[3])])
-            if key in done:
-                runs += done[key]
-            else:
-                keep.append(j)
-        print(f"resumed {len(jobs) - len(keep)} searches from {log_path}", file=sys.stderr)
-        jobs = keep
-    elif log_path.exists():
-        log_path.unlink()
-    logf = log_path.open("a")
-    ctx = mp.get_context("fork")
-    with ctx.Pool(args.workers, maxtasksperchild=20) as pool:
-        for i, rows in enumerate(pool.imap_unordered(_job, jobs), 1):
-            runs += rows
-            job = [rows[0]["method"], name, rows[0]["seed"],
-                   [r["budget"] for r in rows]]
-            logf.write(json.dumps({"job": json.dumps(job), "rows": rows}, default=str) + "\n")
-            logf.flush()
-            print(f"[{time.perf_counter() - t0:5.0f} s] {i}/{len(jobs)} {rows[0]['method']} "
-                  f"s{rows[0]['seed']} b{rows[0]['budget']}", file=sys.stderr, flush=True)
-        start = qt.bench_of(name).defaults.values
-        configs = {json.dumps(c, sort_keys=True): c
-                   for c in [start] + [r["final_config"] for r in runs]}
-        truths = dict(pool.map(_truth_job, [(name, c, args.truth_splits.split(","))
-                                               for c in configs.values()]))
-    climb_path = HERE / "cache" / f"climb-{name}.json"
-    climb = None
-    if climb_path.exists() and climb_path.stat().st_size:
-        try:
-            climb = json.loads(climb_path.read_text())
-        except json.JSONDecodeError:
-            climb = None
-    if climb is None and not args.no_climb:
-        climb = qt.climb(name, log=sys.stderr)
-        climb_path.write_text(json.dumps(climb, indent=1, default=str))
-    wall = time.perf_counter() - t0
-    agg = aggregate(name, runs, truths, climb, truths[json.dumps(start, sort_keys=True)])
-    data = {"bench": name, "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "machine": machine(), "command": "python benchmarks/quality.py "
-            + " ".join(sys.argv[1:]), "seeds": args.seeds, "budgets": budgets,
-            "workers": args.workers, "wall_s": wall, "eps_worse": EPS_WORSE,
-            "k_truth": qt.K_TRUTH, "truth_seed": qt.TRUTH_SEED, "summary": agg, "climb": climb,
-            "truth_splits": args.truth_splits.split(","),
-            "truths": {k: {s: {"score": v[s]["score"], "metrics": v[s]["metrics"]}
-                           for s in v} for k, v in truths.items()},
-            "runs": runs}
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"quality-{name}.json").write_text(json.dumps(data, indent=1, default=str))
-    text = render(data)
-    (out / f"quality-{name}.md").write_text(text)
-    print(text)
+    command = "python benchmarks/quality.py " + " ".join(sys.argv[1:])
+    common = dict(seeds=args.seeds, workers=args.workers,
+                  methods=[m for m in args.methods.split(",") if m],
+                  truth_splits=args.truth_splits.split(","), no_climb=args.no_climb,
+                  command=command)
+    if args.all:
+        for name, budgets in BUDGETS.items():
+            run_bench(name, budgets, resume=True, **common)  # type: ignore[arg-type]
+        combine()
+        print((HERE / "results" / "quality.md").read_text())
+        return
+    budgets = ([int(b) for b in args.budgets.split(",")] if args.budgets
+               else BUDGETS[args.bench])
+    print(run_bench(args.bench, budgets, resume=args.resume, **common))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
