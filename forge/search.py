@@ -500,8 +500,14 @@ class Search:
             final_test = self._get(final, "test", "test")
             test = block(start_test, final_test)
             t = self._compare(start_test, final_test)
+            # The gates hold each move to the tolerances against its own incumbent, so
+            # several moves can add up past them: the whole way from the start is
+            # checked here, on test, for the reviewer (it decides nothing).
+            aux = [aux_gate(name, spec, start_test, final_test, alpha=self.alpha)
+                   for name, spec in self.bench.spec.metrics.items()]
             self._emit({"kind": "test", **test, "confidence": 0.95, "n_tasks": t.n,
-                        "p_value_two_sided": _two_sided(t)})
+                        "p_value_two_sided": _two_sided(t),
+                        "aux": [g.model_dump() for g in aux]})
         outcome = SearchOutcome(
             run_id=self.run_id, stop_reason=stop_reason, steps=steps, promotions=promotions,
             start_config=self.start.values, final_config=final.values,

@@ -109,6 +109,18 @@ def run(config, task, ctx):
 """
 
 
+#: boost and knob 2 -> 3 each win on pass rate and each add 8% to the cost: within a
+#: 10% tolerance move by move, 16.6% from the start after both.
+TWO_SMALL_COSTS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.3 + 0.3 * config["boost"] + 0.3 * (config["knob"] == 3)
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong",
+            "cost": 1.08 ** (config["boost"] + (config["knob"] == 3))}
+"""
+
+
 @pytest.fixture
 def bench_factory(tmp_path: Path) -> Callable[..., Path]:
     counter = iter(range(1000))
@@ -559,3 +571,29 @@ def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
     calls = read_calls(bench)
     assert sum(c["split"] != "test" for c in calls) == total
     assert outcome.rollouts_used == len(calls)
+
+
+def test_tolerances_that_add_up_across_moves_are_shown_on_test(
+        bench_factory: Callable[..., Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True}}
+    bench = bench_factory(TWO_SMALL_COSTS, metrics=metrics)
+    code = main(["search", str(bench), "--journals", str(tmp_path / "j"), "--run-id", "r",
+                 "--proposer", "sweep", "--seed", "7"])
+    out = capsys.readouterr().out
+    assert code == 0
+    records = [json.loads(line) for line in
+               (tmp_path / "j" / "r" / "journal.jsonl").read_text().splitlines()]
+    promoted = [r for r in records if r.get("verdict") == "promoted"]
+    assert {(r["move"]["target"], r["move"]["after"]) for r in promoted} == {
+        ("boost", True), ("knob", 3)}
+    for r in promoted:  # each move is within the tolerance against its own incumbent
+        assert gates(r)["aux:cost"]["passed"] and "+8.0%" in gates(r)["aux:cost"]["reason"]
+    [test] = [r for r in records if r["kind"] == "test"]
+    [cost] = test["aux"]
+    assert cost["name"] == "aux:cost" and not cost["passed"]
+    assert cost["reason"].startswith("cost +16.6%") and "> allowed +10.0%" in cost["reason"]
+    assert "BEYOND tolerance: cost +16.6%" in " ".join(out.split())
+    capsys.readouterr()
+    assert main(["journal", "show", "r", "--journals", str(tmp_path / "j")]) == 0
+    assert "BEYOND tolerance vs start: cost +16.6%" in " ".join(capsys.readouterr().out.split())

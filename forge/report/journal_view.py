@@ -144,11 +144,17 @@ def _test_row(run: RunRecords) -> Text:
     p = t.get("p_value_two_sided")
     confidence = t.get("confidence")
     level = f"{confidence:.0%}" if isinstance(confidence, int | float) else "95%"
-    return Text(f"{_f(t.get('start'), '.3f')} → {_f(t.get('final'), '.3f')}, "
+    text = Text(f"{_f(t.get('start'), '.3f')} → {_f(t.get('final'), '.3f')}, "
                 f"Δ {_f(t.get('delta'))} ({level} CI "
                 f"{_f(t.get('ci_low'))} .. {_f(t.get('ci_high'))}, "
                 f"{t.get('n_tasks', '?')} tasks"
                 + (f", two-sided p={p:.3g})" if isinstance(p, int | float) else ")"))
+    for gate in t.get("aux") or []:  # absent in runs journaled before it was checked
+        passed = bool(gate.get("passed"))
+        text.append(f"\n{'within' if passed else 'BEYOND'} tolerance vs start: ",
+                    style="green" if passed else "bold red")
+        text.append(str(gate.get("reason")))
+    return text
 
 
 def _delta_cell(d: Delta | None) -> Text:

@@ -51,6 +51,10 @@ class SearchView:
                                f"{_f(record.get('final'), '.3f')}, Δ {_f(record.get('delta'))} "
                                f"(95% CI {_f(record.get('ci_low'))} .. "
                                f"{_f(record.get('ci_high'))})")
+            for gate in record.get("aux") or []:
+                mark = "[green]within[/]" if gate.get("passed") else "[red]BEYOND[/]"
+                self._line(f"  start -> final on test, {mark} tolerance: "
+                           + escape(str(gate.get("reason"))))
 
     def _candidate(self, r: dict[str, Any]) -> None:
         move = r["move"]
