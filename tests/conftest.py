@@ -8,6 +8,7 @@ that hangs, raises or returns garbage and watch what forge does with it.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -252,3 +253,22 @@ def openai_server() -> Any:
     from openai_server import ScriptedOpenAI
     with ScriptedOpenAI() as server:
         yield server
+
+
+def forget_bench_harness(bench: Path) -> Any:
+    """A module-scoped autouse fixture for the tests of one built-in bench.
+
+    forge imports a bench's ``harness`` module under that plain name and keeps the
+    bench folder first on sys.path; other benches' tests import their own ``harness``
+    the same way, so nothing of this bench's may stay behind. Use as
+    ``_forget = forget_bench_harness(BENCH)`` at module level.
+    """
+    @pytest.fixture(scope="module", autouse=True)
+    def _forget() -> Any:
+        yield
+        module = sys.modules.get("harness")
+        if module is not None and Path(getattr(module, "__file__", None) or ".").parent == bench:
+            del sys.modules["harness"]
+        while str(bench) in sys.path:
+            sys.path.remove(str(bench))
+    return _forget

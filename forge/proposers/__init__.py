@@ -26,7 +26,7 @@ name         what it does; options (defaults)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,22 +105,19 @@ def _reflect(args: dict[str, Any], ctx: BuildContext) -> Proposer:
     return ReflectProposer()
 
 
-@PROPOSERS.register("optuna")
-def _optuna(args: dict[str, Any], ctx: BuildContext) -> Proposer:
-    run = _context(ctx)
-    options = _OptunaOptions.model_validate(args)
-    return OptunaProposer(run.registry, run_dir=run.run_dir, seed=run.seed,
-                          n_startup_trials=options.n_startup_trials,
-                          n_samples=options.n_samples)
+def _optuna_backed(kind: type[OptunaProposer] | type[AutoProposer]
+                   ) -> Callable[[dict[str, Any], BuildContext], Proposer]:
+    """The factory of a proposer built on an Optuna study (same options, same run)."""
+    def build(args: dict[str, Any], ctx: BuildContext) -> Proposer:
+        run = _context(ctx)
+        options = _OptunaOptions.model_validate(args)
+        return kind(run.registry, run_dir=run.run_dir, seed=run.seed,
+                    n_startup_trials=options.n_startup_trials, n_samples=options.n_samples)
+    return build
 
 
-@PROPOSERS.register("auto")
-def _auto(args: dict[str, Any], ctx: BuildContext) -> Proposer:
-    run = _context(ctx)
-    options = _OptunaOptions.model_validate(args)
-    return AutoProposer(run.registry, run_dir=run.run_dir, seed=run.seed,
-                        n_startup_trials=options.n_startup_trials,
-                        n_samples=options.n_samples)
+PROPOSERS.register("optuna")(_optuna_backed(OptunaProposer))
+PROPOSERS.register("auto")(_optuna_backed(AutoProposer))
 
 
 class _LLMOptions(BaseModel):

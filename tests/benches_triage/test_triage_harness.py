@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import forget_bench_harness
 
 from forge.bench import Bench, load_bench
 from forge.evaluate import evaluate
@@ -18,17 +17,7 @@ from forge.task import Task
 BENCH = Path(__file__).resolve().parents[2] / "benches" / "triage"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _leave_no_harness_behind() -> Iterator[None]:
-    """forge imports this bench's ``harness`` module under that plain name and keeps the
-    folder first on sys.path; other benches' tests import their own ``harness`` the same
-    way, so nothing of ours may stay behind."""
-    yield
-    module = sys.modules.get("harness")
-    if module is not None and Path(getattr(module, "__file__", None) or ".").parent == BENCH:
-        del sys.modules["harness"]
-    while str(BENCH) in sys.path:
-        sys.path.remove(str(BENCH))
+_leave_no_harness_behind = forget_bench_harness(BENCH)
 
 
 @pytest.fixture(scope="module")

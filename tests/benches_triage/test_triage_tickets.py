@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import forget_bench_harness
 
 # The bench's helper modules, imported from its folder as forge imports them; the folder
 # leaves sys.path again right after, so other benches' modules are not shadowed.
@@ -28,17 +28,7 @@ sys.path.remove(str(BENCH))
 SPLITS = ("dev", "val", "test")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _leave_no_harness_behind() -> Iterator[None]:
-    """forge imports this bench's ``harness`` module under that plain name and keeps the
-    folder first on sys.path; other benches' tests import their own ``harness`` the same
-    way, so nothing of ours may stay behind."""
-    yield
-    module = sys.modules.get("harness")
-    if module is not None and Path(getattr(module, "__file__", None) or ".").parent == BENCH:
-        del sys.modules["harness"]
-    while str(BENCH) in sys.path:
-        sys.path.remove(str(BENCH))
+_leave_no_harness_behind = forget_bench_harness(BENCH)
 
 
 @pytest.fixture(scope="module")
