@@ -4,16 +4,22 @@ The tree::
 
     ForgeError                      root: catch this to catch anything forge raises
     ├── UserError                   bad input; the CLI prints str(err) as one line, exit 2
+    │   ├── OptionError             a command-line option or argument with a bad value
     │   ├── InputFileError          a file (registry, config, bench, split, result) is wrong
     │   │   ├── RegistryError       a registry file or a setting declaration
     │   │   ├── ConfigError         a config that its registry refuses
     │   │   ├── BenchError          a bench file, a split, a harness or scorer spec
     │   │   ├── ResultFileError     a saved result of another format or a damaged one
     │   │   ├── JournalError        a search run folder or journal that cannot be used
-    │   │   └── RuntimeJournalError a runtime mutator journal that cannot be read
+    │   │   │                       (missing, damaged, another version, a resume that diverges)
+    │   │   ├── RuntimeJournalError a runtime mutator journal that cannot be read
+    │   │   ├── PromoteError        a promote or rollback refused (the run or target named)
+    │   │   └── ExportError         an export refused, or its output failed verification
     │   ├── IncomparableError       two results whose environments differ
     │   └── MoveError               an illegal move
     │       └── StaleMoveError      a move whose ``before`` is not the config's value
+    ├── LLMError                    a model call with no usable reply (the judge and the
+    │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
     └── RuntimeMutatorError         a run's config did not come back equal to its original
 
@@ -30,11 +36,15 @@ __all__ = [
     "BenchError",
     "ConfigError",
     "EvaluationInterrupted",
+    "ExportError",
     "ForgeError",
     "IncomparableError",
     "InputFileError",
     "JournalError",
+    "LLMError",
     "MoveError",
+    "OptionError",
+    "PromoteError",
     "RegistryError",
     "ResultFileError",
     "RuntimeJournalError",
@@ -50,6 +60,15 @@ class ForgeError(Exception):
 
 class UserError(ForgeError):
     """Bad input. ``str()`` is one line a person can act on."""
+
+
+class OptionError(UserError):
+    """A command-line option or argument with a bad value. Rendered ``OPTION: MESSAGE``."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        self.message = message
+        self.option = option
+        super().__init__(f"{option}: {message}" if option else message)
 
 
 class InputFileError(UserError):
@@ -104,6 +123,16 @@ class RuntimeJournalError(InputFileError):
     """A runtime journal that cannot be read: missing, damaged, another format or registry."""
 
 
+class PromoteError(InputFileError):
+    """``forge promote`` or ``forge rollback`` refused: the run, its journal or the target
+    file (named in ``file``) does not allow it. Nothing was written."""
+
+
+class ExportError(InputFileError):
+    """An export refused (a result, a bench or an output that does not fit), or an
+    output that did not read back as written."""
+
+
 class IncomparableError(UserError):
     """Two results were produced in different environments and cannot be compared."""
 
@@ -114,6 +143,17 @@ class MoveError(UserError):
 
 class StaleMoveError(MoveError):
     """A move's ``before`` is not the config's current value: it was made for another config."""
+
+
+class LLMError(ForgeError):
+    """A model call that produced no usable reply. ``str()`` is one line; ``retries`` says
+    how many retries were spent before giving up. Callers record it as data (an unscored
+    attempt, a ``proposal_invalid`` record): it never ends an evaluation or a search."""
+
+    def __init__(self, reason: str, *, retries: int = 0) -> None:
+        super().__init__(reason if not retries else f"{reason} (after {retries} retries)")
+        self.reason = reason
+        self.retries = retries
 
 
 class RuntimeMutatorError(ForgeError):

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from forge.errors import UserError
+from forge.errors import LLMError, UserError
 from forge.secrets import secret_from_env
 
 __all__ = ["ChatClient", "ChatReply", "Endpoint", "LLMError", "ToolCallRequest"]
@@ -39,16 +39,6 @@ MODEL_ENV = "FORGE_OPENAI_MODEL"
 #: A status worth another try: the server is overloaded or failed, not the request.
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _EXCERPT = 200
-
-
-class LLMError(Exception):
-    """A call that produced no usable reply. ``str()`` is one line; ``retries`` says how
-    many retries were spent before giving up."""
-
-    def __init__(self, reason: str, *, retries: int = 0) -> None:
-        super().__init__(reason if not retries else f"{reason} (after {retries} retries)")
-        self.reason = reason
-        self.retries = retries
 
 
 class Endpoint(BaseModel):
