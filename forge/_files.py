@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from forge.errors import InputFileError
 
 __all__ = [
+    "ValidationProblem",
     "YamlDocument",
     "atomic_write_text",
     "field_path",
@@ -30,6 +31,7 @@ __all__ = [
     "parse_yaml",
     "raise_validation_error",
     "read_jsonl",
+    "validation_problem",
 ]
 
 
@@ -154,11 +156,32 @@ def raise_validation_error(
     line: int | None = None,
 ) -> None:
     """Turn pydantic's first error into one ``error`` line: file, line, field, expectation."""
-    first = exc.errors(include_url=False)[0]
-    loc = _key_path(first["loc"], _at(doc.data, prefix) if doc is not None else None)
-    full = [*prefix, *loc]
+    problem = validation_problem(exc, data=_at(doc.data, prefix) if doc is not None else None)
+    full = [*prefix, *problem.loc]
     if doc is not None and line is None:
         line = doc.line_of(full)
+    raise error(problem.message, file=file, field=field_path(full) or None, line=line) from None
+
+
+@dataclass(frozen=True)
+class ValidationProblem:
+    """Pydantic's first error as forge words it: the key path and one line of text."""
+
+    loc: tuple[str | int, ...]
+    message: str
+
+    @property
+    def field(self) -> str:
+        """The key path as ``a.b[0].c`` (empty for the whole value)."""
+        return field_path(self.loc)
+
+
+def validation_problem(exc: ValidationError, *, data: Any = None) -> ValidationProblem:
+    """The first error of ``exc``, without pydantic's wording for validator and union
+    internals (``function-after``, a union's tag, "Value error, "), the offending value
+    shown clipped. ``data`` (the validated input, when at hand) keeps a key named like a
+    union tag (a setting called ``float``)."""
+    first = exc.errors(include_url=False)[0]
     message = first["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
@@ -168,7 +191,7 @@ def raise_validation_error(
         message = "unknown field"
     elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
         message = f"{message} (got {_short(first['input'])})"
-    raise error(message, file=file, field=field_path(full) or None, line=line) from None
+    return ValidationProblem(tuple(_key_path(first["loc"], data)), message)
 
 
 _UNION_TAGS = {"int", "float", "bool", "enum"}
