@@ -4,9 +4,18 @@ One move per candidate, so every score change has one cause. A move carries the
 value it expects to replace; applying it to a config holding anything else is a
 :class:`~forge.errors.StaleMoveError`, which catches a proposal made for an
 incumbent that has since changed.
+
+Two moves are equal when their targets are and each value is of the same type and
+equal: ``True`` is not ``1`` and ``1`` is not ``1.0``. pydantic's ``==`` compares
+values with Python's, which takes ``True`` for ``1``, so in an enum holding both, two
+different moves were one (and sets, ``in`` and dict keys merged them). The moves
+forge builds take their values from validated configs and the setting's own
+neighbours, whose types are canonical, so equal moves are always spelled alike.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +32,17 @@ class Move(BaseModel):
     target: str
     before: Scalar
     after: Scalar
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.target, type(self.before), self.before, type(self.after), self.after)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Move):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def inverse(self) -> Move:
         return Move(target=self.target, before=self.after, after=self.before)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.proposers._base import Proposal, SearchView
-from forge.proposers._common import find_move
 from forge.proposers.optuna_ranked import OptunaProposer
 from forge.proposers.reflect import ReflectProposer
 from forge.registry import Config, Registry
@@ -37,10 +36,12 @@ class AutoProposer:
         if n <= 0:
             return []
         proposals = self.reflect.propose(view, n)
+        chosen = {p.move for p in proposals}
         if len(proposals) < n:
             # Ask Optuna for its whole ranking: some of its best may be reflection's.
             for proposal in self.optuna.propose(view, len(view.untried)):
-                if find_move((p.move for p in proposals), proposal.move) is None:
+                if proposal.move not in chosen:
+                    chosen.add(proposal.move)
                     proposals.append(proposal)
                     if len(proposals) >= n:
                         break

@@ -44,7 +44,6 @@ from forge.errors import JournalError
 from forge.llm.client import ChatClient, Endpoint, LLMError
 from forge.moves import Move
 from forge.proposers._base import Proposal, SearchView
-from forge.proposers._common import find_move
 from forge.proposers._llm_prompt import MAX_PROMPT_BYTES, build_messages, clip
 from forge.registry import (
     BoolSetting,
@@ -176,8 +175,8 @@ def _legal_move(view: SearchView, name: str, raw: Any) -> Move:
         steps = ", ".join(repr(v) for v in neighbours[:10])
         raise _Invalid("not_neighbour", f"{name} {current!r} -> {value!r} is more than one "
                                         f"step; one-step moves of {name} go to {steps}")
-    move = find_move(view.untried, Move(target=name, before=current, after=after))
-    if move is None:
+    move = Move(target=name, before=current, after=after)
+    if move not in view.untried:
         raise _Invalid("already_tried", f"{name} {current!r} -> {after!r} was already tried "
                                         "against this incumbent")
     return move

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from forge.moves import Move
 from forge.proposers._base import Proposal, SearchView
-from forge.proposers._common import describe_move, find_move
+from forge.proposers._common import describe_move
 from forge.registry import (
     BoolSetting,
     Config,
@@ -100,15 +100,13 @@ class ReflectProposer:
         counts = count_signals(view.dev_attempts)
         total = len(view.dev_attempts)
         proposals: list[Proposal] = []
+        chosen: set[Move] = set()
         for signal, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             for target, direction in view.registry.hints.get(signal, {}).items():
-                candidate = hinted_move(view.registry, view.incumbent, target, direction)
-                if candidate is None:
+                move = hinted_move(view.registry, view.incumbent, target, direction)
+                if move is None or move not in view.untried or move in chosen:
                     continue
-                # Propose the untried instance itself: it is the move the search expects.
-                move = find_move(view.untried, candidate)
-                if move is None or find_move((p.move for p in proposals), move) is not None:
-                    continue
+                chosen.add(move)
                 reason = (f"signal {signal} in {count} of {total} dev attempts -> "
                           f"{describe_move(view.registry, move)} (hint: {direction})")
                 proposals.append(Proposal(move=move, proposer=self.name, reason=reason))
