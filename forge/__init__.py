@@ -6,6 +6,8 @@ One setting at a time, scored by repeated rollouts, promoted only through gates.
 from __future__ import annotations
 
 import importlib as _importlib
+import sys as _sys
+import types as _types
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
@@ -15,12 +17,19 @@ if _typing.TYPE_CHECKING:
         BenchError,
         ConfigError,
         EvaluationInterrupted,
+        ExportError,
         ForgeError,
         IncomparableError,
         InputFileError,
+        JournalError,
+        LLMError,
         MoveError,
+        OptionError,
+        PromoteError,
         RegistryError,
         ResultFileError,
+        RuntimeJournalError,
+        RuntimeMutatorError,
         StaleMoveError,
         UserError,
     )
@@ -38,7 +47,7 @@ if _typing.TYPE_CHECKING:
         Usage,
     )
     from forge.launch import launch_search, resume_search
-    from forge.llm import ChatClient, Endpoint, LLMError
+    from forge.llm import ChatClient, Endpoint
     from forge.moves import Move, apply_move, neighbourhood
     from forge.proposers import Proposal, Proposer
     from forge.registry import Config, Registry, load_config, load_registry
@@ -64,12 +73,19 @@ _LAZY: dict[str, str] = {
     'BenchError': 'forge.errors',
     'ConfigError': 'forge.errors',
     'EvaluationInterrupted': 'forge.errors',
+    'ExportError': 'forge.errors',
     'ForgeError': 'forge.errors',
     'IncomparableError': 'forge.errors',
     'InputFileError': 'forge.errors',
+    'JournalError': 'forge.errors',
+    'LLMError': 'forge.errors',
     'MoveError': 'forge.errors',
+    'OptionError': 'forge.errors',
+    'PromoteError': 'forge.errors',
     'RegistryError': 'forge.errors',
     'ResultFileError': 'forge.errors',
+    'RuntimeJournalError': 'forge.errors',
+    'RuntimeMutatorError': 'forge.errors',
     'StaleMoveError': 'forge.errors',
     'UserError': 'forge.errors',
     'DEFAULT_SEED': 'forge.evaluate',
@@ -86,10 +102,9 @@ _LAZY: dict[str, str] = {
     'ToolCall': 'forge.harness',
     'Usage': 'forge.harness',
     'launch_search': 'forge.launch',
+    'resume_search': 'forge.launch',
     'ChatClient': 'forge.llm',
     'Endpoint': 'forge.llm',
-    'LLMError': 'forge.llm',
-    'resume_search': 'forge.launch',
     'Move': 'forge.moves',
     'apply_move': 'forge.moves',
     'neighbourhood': 'forge.moves',
@@ -136,6 +151,26 @@ def __getattr__(name: str) -> _typing.Any:
     return value
 
 
+class _Package(_types.ModuleType):
+    """forge itself, keeping a lazy name bound to its object when the submodule of the
+    same name is imported.
+
+    Importing a submodule binds it on its package: once anything had imported
+    ``forge.evaluate`` (``forge.launch`` does), ``forge.evaluate`` was that module, over
+    the function, and ``from forge import evaluate`` gave a module. (So does
+    ``import forge.evaluate as m`` now give the function; ``from forge.evaluate import
+    ...`` and ``importlib.import_module`` give the module as always.)
+    """
+
+    def __setattr__(self, name: str, value: _typing.Any) -> None:
+        if isinstance(value, _types.ModuleType) and _LAZY.get(name) == value.__name__:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -154,6 +189,7 @@ __all__ = [
     "EvalResult",
     "EvaluationInterrupted",
     "ExpectedTool",
+    "ExportError",
     "ForgeError",
     "GateResult",
     "Harness",
@@ -161,12 +197,15 @@ __all__ = [
     "IncomparableError",
     "InputFileError",
     "Interval",
+    "JournalError",
     "JudgeScorer",
     "LLMError",
     "Move",
     "MoveError",
     "OpenAIHarness",
+    "OptionError",
     "PairedTest",
+    "PromoteError",
     "Proposal",
     "Proposer",
     "Registry",
@@ -177,7 +216,9 @@ __all__ = [
     "RunOutput",
     "RuntimeDecision",
     "RuntimeJournal",
+    "RuntimeJournalError",
     "RuntimeMutator",
+    "RuntimeMutatorError",
     "RuntimeRun",
     "Score",
     "Scorer",

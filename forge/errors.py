@@ -21,7 +21,8 @@ The tree::
     ├── LLMError                    a model call with no usable reply (the judge and the
     │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
-    └── RuntimeMutatorError         a run's config did not come back equal to its original
+    └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
+                                    not come back equal to its original
 
 What is *not* here: a harness that raises, hangs or returns garbage. Those are
 rollout failures, recorded on the attempt as data (``AttemptResult.stop_reason``
@@ -157,7 +158,8 @@ class LLMError(ForgeError):
 
 
 class RuntimeMutatorError(ForgeError):
-    """A run's config did not come back equal to its original (a broken invariant)."""
+    """A runtime run was signalled after it ended (a harness bug), or its config did not
+    come back equal to its original (a broken invariant of the mutator)."""
 
 
 class EvaluationInterrupted(ForgeError):

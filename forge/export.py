@@ -51,9 +51,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge._digest import canonical_json, file_digest, sha256_hex
-from forge._files import atomic_write_text, field_path
+from forge._files import atomic_write_text, validation_problem
 from forge.bench import Bench
-from forge.errors import InputFileError, UserError
+from forge.errors import ExportError
 from forge.results import AttemptResult, EvalResult
 
 __all__ = [
@@ -101,26 +101,28 @@ def prompt_text(task_input: Any) -> tuple[str, str]:
     return canonical_json(task_input), "json"
 
 
-def task_inputs(bench: Bench, result: EvalResult) -> dict[str, Any]:
+def task_inputs(bench: Bench, result: EvalResult, *,
+                source: str | Path | None = None) -> dict[str, Any]:
     """Task id -> input, from a bench whose split holds exactly the result's tasks.
 
-    Refused (:class:`UserError`) when the bench has another name, or when its split
+    Refused (:class:`~forge.errors.ExportError` naming the bench file and field, or
+    the result file ``source``) when the bench has another name, or when its split
     digest is not the one in the result's env: the prompts would then not be the
     ones the outputs answered.
     """
     if bench.name != result.bench:
-        raise UserError(f"--bench: bench {bench.name!r} is not the result's bench "
-                        f"{result.bench!r}")
+        raise ExportError(f"bench {bench.name!r} is not the result's bench {result.bench!r}",
+                          file=bench.path, field="name")
     tasks = bench.tasks(result.split)
     recorded = result.env.get("tasks")
     if not isinstance(recorded, str):
-        raise UserError("the result records no tasks digest (env.tasks), so its task inputs "
-                        "cannot be matched to a bench")
+        raise ExportError("the result records no tasks digest, so its task inputs cannot be "
+                          "matched to a bench", file=source, field="env.tasks")
     actual = bench.split_digest(result.split)
     if actual != recorded:
-        raise UserError(f"--bench: split {result.split!r} of {bench.path} is not the one the "
-                        f"result was evaluated on (tasks digest {actual[:12]} vs "
-                        f"{recorded[:12]})")
+        raise ExportError(f"split {result.split!r} is not the one the result was evaluated "
+                          f"on (tasks digest {actual[:12]} vs {recorded[:12]})",
+                          file=bench.path, field=f"splits.{result.split}")
     return {t.id: t.input for t in tasks}
 
 
@@ -231,16 +233,17 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
     out = Path(out)
     meta = sidecar_path(out)
     if source is not None and Path(source).resolve() in {out.resolve(), meta.resolve()}:
-        raise UserError(f"{out}: would overwrite the result it exports from")
+        raise ExportError("would overwrite the result it exports from", file=out)
     if out.is_dir():
-        raise UserError(f"{out}: is a folder; expected a file path for the JSONL")
+        raise ExportError("is a folder; expected a file path for the JSONL", file=out)
     sel = _select(result)
     rows: list[tuple[_Selected, str]] = []
     lines: list[str] = []
     for s in sel.attempts:
         task_id = s.attempt.task_id
         if task_id not in inputs:
-            raise UserError(f"task {task_id!r} of the result has no input in the bench")
+            raise ExportError(f"task {task_id!r} of the result has no input in the bench",
+                              file=source)
         user, prompt_from = prompt_text(inputs[task_id])
         messages = [{"role": "system", "content": system}] if system else []
         messages += [{"role": "user", "content": user},
@@ -253,17 +256,17 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
         try:
             source_sha = file_digest(source)
         except OSError as exc:
-            raise UserError(f"{source}: cannot read: {exc.strerror or exc}") from None
+            raise ExportError(f"cannot read: {exc.strerror or exc}", file=source) from None
     try:
         atomic_write_text(out, "".join(line + "\n" for line in lines))
         # Hash what is on disk, split the way verify splits it: export and verify then
         # agree by construction, whatever the platform did to the bytes.
         data = out.read_bytes()
     except OSError as exc:
-        raise UserError(f"{out}: cannot write: {exc.strerror or exc}") from None
+        raise ExportError(f"cannot write: {exc.strerror or exc}", file=out) from None
     written = _split_lines(data)
-    if len(written) != len(rows):  # a broken invariant, not bad input
-        raise RuntimeError(f"{out}: wrote {len(rows)} lines, read back {len(written)}")
+    if len(written) != len(rows):  # another writer came between our write and our read
+        raise ExportError(f"wrote {len(rows)} lines, read back {len(written)}", file=out)
     sidecar = ExportSidecar(
         created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
         jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
@@ -284,7 +287,7 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
     try:
         atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
     except OSError as exc:
-        raise UserError(f"{meta}: cannot write: {exc.strerror or exc}") from None
+        raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
     return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
                          jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
 
@@ -309,30 +312,30 @@ def load_sidecar(path: str | Path) -> ExportSidecar:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputFileError("no sidecar: expected the .meta.json that forge export sft "
-                             "writes beside the JSONL", file=p) from None
+        raise ExportError("no sidecar: expected the .meta.json that forge export sft "
+                          "writes beside the JSONL", file=p) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"cannot read: {exc}", file=p) from None
+        raise ExportError(f"cannot read: {exc}", file=p) from None
     except json.JSONDecodeError as exc:
-        raise InputFileError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+        raise ExportError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
     if not isinstance(data, dict) or data.get("kind") != SIDECAR_KIND:
-        raise InputFileError(f"not a forge SFT export sidecar (kind is not {SIDECAR_KIND!r})",
-                             file=p)
+        raise ExportError(f"not a forge SFT export sidecar (kind is not {SIDECAR_KIND!r})",
+                          file=p)
     version = data.get("format_version")
     if type(version) is not int or version != SIDECAR_FORMAT_VERSION:
-        raise InputFileError(f"format_version {version!r} is not readable by this forge, which "
-                             f"reads format_version {SIDECAR_FORMAT_VERSION}", file=p,
-                             field="format_version")
+        raise ExportError(f"format_version {version!r} is not readable by this forge, which "
+                          f"reads format_version {SIDECAR_FORMAT_VERSION}", file=p,
+                          field="format_version")
     try:
         sidecar = ExportSidecar.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise InputFileError(f"damaged sidecar: {first['msg']}", file=p,
-                             field=field_path(first["loc"])) from None
+        problem = validation_problem(exc, data=data)
+        raise ExportError(f"damaged sidecar: {problem.message}", file=p,
+                          field=problem.field or None) from None
     numbers = [line.line for line in sidecar.lines]
     if sidecar.line_count != len(numbers) or numbers != list(range(1, len(numbers) + 1)):
-        raise InputFileError("damaged sidecar: line_count and lines[].line do not agree",
-                             file=p, field="lines")
+        raise ExportError("damaged sidecar: line_count and lines[].line do not agree",
+                          file=p, field="lines")
     return sidecar
 
 
@@ -364,13 +367,13 @@ def verify_export(out: str | Path, *, sidecar: str | Path | None = None) -> Veri
     out = Path(out)
     meta = Path(sidecar) if sidecar is not None else sidecar_path(out)
     if not out.exists() and out.name.endswith(SIDECAR_SUFFIX):
-        raise UserError(f"{out}: give the JSONL, not its sidecar")
+        raise ExportError("give the JSONL, not its sidecar", file=out)
     try:
         data = out.read_bytes()
     except FileNotFoundError:
-        raise InputFileError("file not found", file=out) from None
+        raise ExportError("file not found", file=out) from None
     except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", file=out) from None
+        raise ExportError(f"cannot read: {exc.strerror or exc}", file=out) from None
     side = load_sidecar(meta)
     actual_sha = sha256_hex(data)
     lines = _split_lines(data)

@@ -16,14 +16,16 @@ from conftest import run_forge as forge
 
 import forge.export as export_mod
 from forge._files import atomic_write_text
+from forge.bench import Bench
 from forge.cli import main
-from forge.errors import UserError
+from forge.errors import ExportError, UserError
 from forge.export import (
     export_sft,
     load_sidecar,
     prompt_text,
     select_attempts,
     sidecar_path,
+    task_inputs,
     verify_export,
 )
 from forge.harness import RunOutput
@@ -312,3 +314,58 @@ def test_export_refuses_a_bench_of_another_name(tmp_path: Path, make_bench: Any,
     other = make_bench()
     assert_one_line_error(*forge(capsys, "export", "sft", result, tmp_path / "o.jsonl",
                                  "--bench", other), "bench 'mini' is not the result's bench")
+
+
+# -- refusals name the file and field ---------------------------------------------------
+
+
+def test_refusals_are_export_errors_naming_the_file_and_field(
+        tmp_path: Path, arith_bench: Bench) -> None:
+    result = make_result({"t": [attempt("t", 0, True), attempt("t", 1, False)]})
+    with pytest.raises(ExportError) as info:
+        task_inputs(arith_bench, result, source=tmp_path / "r.json")
+    assert (info.value.file, info.value.field) == (str(arith_bench.path), "name")
+    assert str(info.value).endswith("bench 'arith' is not the result's bench 'b'")
+    no_digest = make_result({}).model_copy(update={"bench": "arith", "env": {}})
+    with pytest.raises(ExportError) as info:
+        task_inputs(arith_bench, no_digest, source=tmp_path / "r.json")
+    assert (info.value.file, info.value.field) == (str(tmp_path / "r.json"), "env.tasks")
+    other_tasks = no_digest.model_copy(update={"env": {"tasks": "d" * 64}})
+    with pytest.raises(ExportError) as info:
+        task_inputs(arith_bench, other_tasks)
+    assert (info.value.file, info.value.field) == (str(arith_bench.path), "splits.dev")
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(ExportError) as info:
+        export_sft(result, tmp_path / "dir.jsonl", inputs={"t": "q"})
+    assert info.value.file == str(tmp_path / "dir.jsonl") and "is a folder" in str(info.value)
+
+
+def test_a_jsonl_that_does_not_read_back_as_written_is_an_export_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = atomic_write_text
+
+    def another_writer_too(path: str | Path, text: str) -> None:
+        real(path, text + ("{}\n" if str(path).endswith(".jsonl") else ""))
+
+    monkeypatch.setattr(export_mod, "atomic_write_text", another_writer_too)
+    result = make_result({"t": [attempt("t", 0, True), attempt("t", 1, False)]})
+    out = tmp_path / "o.jsonl"
+    with pytest.raises(ExportError, match="wrote 1 lines, read back 2") as info:
+        export_sft(result, out, inputs={"t": "q"})
+    assert info.value.file == str(out)
+    assert not sidecar_path(out).exists()  # no sidecar vouches for what was not written
+
+
+def test_a_damaged_sidecar_names_the_field(tmp_path: Path) -> None:
+    result = make_result({"t": [attempt("t", 0, True), attempt("t", 1, False)]})
+    out = tmp_path / "o.jsonl"
+    export_sft(result, out, inputs={"t": "q"})
+    meta = sidecar_path(out)
+    doc = json.loads(meta.read_text(encoding="utf-8"))
+    doc["lines"][0]["sha256"] = "not a hash"
+    meta.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ExportError) as info:
+        verify_export(out)
+    assert (info.value.file, info.value.field) == (str(meta), "lines[0].sha256")
+    assert info.value.message.startswith("damaged sidecar: String should match pattern")
+    assert "(got 'not a hash')" in info.value.message

@@ -1,14 +1,25 @@
-"""The public API: what ``forge`` exports exists, and ``__all__`` is kept in order."""
+"""The public API: what ``forge`` exports exists, and ``__all__`` is kept in order.
+
+``forge/__init__.py`` names each public name three times (an import for type
+checkers, the ``_LAZY`` table that imports it on first use, and ``__all__``); the
+three are read from its source with ``ast``, so a name added to one list and not
+the others fails here rather than in a user's ``from forge import ...``.
+"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
 import forge
+import forge.errors
 
 
 def isort_key(name: str) -> tuple[int, str]:
@@ -49,3 +60,75 @@ def test_every_module_all_names_exist_and_are_unique(module_name: str) -> None:
     assert len(set(names)) == len(names)
     assert [n for n in names if not hasattr(module, n)] == []
 
+
+
+def _lists() -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """(name -> module of its TYPE_CHECKING import, the ``_LAZY`` table, ``__all__``)."""
+    tree = ast.parse(Path(forge.__file__).read_text(encoding="utf-8"))
+    typing_imports: dict[str, str] = {}
+    lazy: dict[str, str] = {}
+    exported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module, \
+                    ast.unparse(statement)
+                for alias in statement.names:
+                    assert alias.asname is None, ast.unparse(statement)
+                    assert alias.name not in typing_imports, alias.name
+                    typing_imports[alias.name] = statement.module
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+            name = target.id if isinstance(target, ast.Name) else None
+            if name == "_LAZY":
+                assert isinstance(node.value, ast.Dict)
+                lazy = ast.literal_eval(node.value)
+                assert len(lazy) == len(node.value.keys), "a name is listed twice in _LAZY"
+            elif name == "__all__":
+                assert node.value is not None
+                exported = ast.literal_eval(node.value)
+    assert typing_imports and lazy and exported
+    return typing_imports, lazy, exported
+
+
+#: Defined in forge/__init__.py itself, so neither imported nor lazy.
+_EAGER = {"__version__"}
+
+
+def test_the_three_lists_of_forge_init_name_the_same_names() -> None:
+    typing_imports, lazy, exported = _lists()
+    public = set(exported) - _EAGER
+    assert set(typing_imports) ^ public == set()
+    assert set(lazy) ^ public == set()
+
+
+def test_each_name_is_imported_for_type_checkers_from_the_module_it_is_loaded_from() -> None:
+    typing_imports, lazy, _ = _lists()
+    assert {n: m for n, m in typing_imports.items() if lazy.get(n) != m} == {}
+
+
+@pytest.mark.parametrize("name", sorted(_lists()[1]))
+def test_each_lazy_name_is_that_module_s_attribute(name: str) -> None:
+    module = importlib.import_module(_lists()[1][name])
+    assert name in getattr(module, "__all__", [name]), f"{module.__name__} does not export it"
+    assert getattr(forge, name) is getattr(module, name)
+
+
+def test_a_lazy_name_shadowed_by_a_submodule_stays_the_object() -> None:
+    # forge.launch imports the module forge.evaluate, which Python binds on the package
+    # as ``evaluate``; a fresh interpreter shows what a user's script sees.
+    code = ("import forge.launch, forge.cli\n"
+            "from forge import evaluate\n"
+            "import forge.evaluate\n"
+            "print(evaluate is forge.evaluate is sys.modules['forge.evaluate'].evaluate)\n")
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], check=True,
+                         capture_output=True, text=True).stdout
+    assert out == "True\n"
+
+
+def test_the_whole_error_tree_is_exported() -> None:
+    assert set(forge.errors.__all__) - set(forge.__all__) == set()
+    for name in forge.errors.__all__:
+        error = getattr(forge, name)
+        assert error is getattr(forge.errors, name)
+        assert issubclass(error, forge.ForgeError)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from forge.errors import UserError
+from forge.errors import OptionError, RuntimeMutatorError, UserError
 from forge.moves import Move
 from forge.registry import Registry, same_value
 from forge.runtime import (
@@ -415,7 +415,7 @@ def test_a_run_that_raises_is_restored_and_journaled(registry: Registry) -> None
     end = journal.records[-1]
     assert isinstance(end, RuntimeEndRecord)
     assert (end.error, end.restored_ok, end.counts) == ("KeyError", True, {"applied": 1})
-    with pytest.raises(RuntimeError, match="has ended"):
+    with pytest.raises(RuntimeMutatorError, match="has ended"):
         run.signal("cap_hit")
 
 
@@ -441,6 +441,11 @@ def test_modes(registry: Registry) -> None:
     assert parse_mode("observe") == "observe"
     with pytest.raises(UserError, match="expected one of off, observe, act"):
         RuntimeMutator(registry, "sometimes")
+    with pytest.raises(OptionError) as info:
+        RuntimeMutator.from_env(registry, environ={"FORGE_RUNTIME_MODE": "always"})
+    assert info.value.option == "FORGE_RUNTIME_MODE"
+    assert str(info.value) == ("FORGE_RUNTIME_MODE: runtime mode 'always'; expected one of "
+                               "off, observe, act")
     env = {"FORGE_RUNTIME_MODE": "observe", "FORGE_RUNTIME_JOURNAL": "/tmp/x.jsonl"}
     mutator = RuntimeMutator.from_env(registry, environ=env)
     assert mutator.mode == "observe" and mutator.journal is not None

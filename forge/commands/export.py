@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.bench import load_bench
-from forge.errors import UserError
+from forge.errors import OptionError
 from forge.export import export_sft, task_inputs, verify_export
 from forge.results import load_result
 
@@ -44,10 +44,10 @@ def sft_command(
     if bench_path is None:
         # A saved result keeps outputs, not inputs: without the bench a line would
         # have an answer and no question.
-        raise UserError("export sft: --bench BENCH is required: a saved result holds the "
-                        "outputs but not the task inputs")
+        raise OptionError("a bench is required (export sft --bench BENCH): a saved result "
+                          "holds the outputs but not the task inputs", option="--bench")
     result = load_result(result_path)
-    inputs = task_inputs(load_bench(bench_path), result)
+    inputs = task_inputs(load_bench(bench_path), result, source=result_path)
     summary = export_sft(result, out, inputs=inputs, source=result_path, system=system)
     if as_json:
         _print_json({"out": str(summary.out), "sidecar": str(summary.sidecar),

@@ -28,7 +28,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from forge.errors import LLMError, UserError
+from forge._files import validation_problem
+from forge.errors import LLMError, OptionError
 from forge.secrets import secret_from_env
 
 __all__ = ["ChatClient", "ChatReply", "Endpoint", "LLMError", "ToolCallRequest"]
@@ -77,21 +78,22 @@ class Endpoint(BaseModel):
         """The endpoint that ``FORGE_OPENAI_BASE_URL`` / ``FORGE_OPENAI_MODEL`` name,
         with ``overrides`` (None values ignored) taking precedence.
 
-        A missing base URL is a :class:`UserError` naming ``what`` needs it.
+        A missing base URL, or a value the endpoint refuses, is an
+        :class:`~forge.errors.OptionError` naming ``what`` needs it (and the field).
         """
         given = {k: v for k, v in overrides.items() if v is not None}
         base_url = given.pop("base_url", None) or os.environ.get(BASE_URL_ENV, "").strip()
         if not base_url:
-            raise UserError(f"{what} needs an OpenAI-compatible endpoint: set {BASE_URL_ENV} "
-                            f"(e.g. http://127.0.0.1:8000/v1) and, if the server needs them, "
-                            f"{API_KEY_ENV} and {MODEL_ENV}")
+            raise OptionError(f"{what} needs an OpenAI-compatible endpoint: set {BASE_URL_ENV} "
+                              f"(e.g. http://127.0.0.1:8000/v1) and, if the server needs "
+                              f"them, {API_KEY_ENV} and {MODEL_ENV}")
         model = given.pop("model", None) or os.environ.get(MODEL_ENV, "").strip() or "default"
         try:
             return cls(base_url=base_url, model=model, **given)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise UserError(f"{what}: endpoint {where}: {first['msg']}") from None
+            problem = validation_problem(exc)
+            # No file to name: the values come from the environment or the caller.
+            raise OptionError(f"{what}: endpoint {problem.field}: {problem.message}") from None
 
 
 @dataclass(frozen=True)

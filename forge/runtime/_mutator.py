@@ -45,7 +45,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, cast, get_args
 
-from forge.errors import RuntimeMutatorError, UserError
+from forge.errors import OptionError, RuntimeMutatorError
 from forge.moves import Move
 from forge.registry import (
     BoolSetting,
@@ -119,10 +119,15 @@ class RuntimeDecision:
 
 
 def parse_mode(text: str | None, *, source: str = "mode") -> Mode:
-    """``off`` / ``observe`` / ``act`` (case and spaces ignored; empty or None is ``off``)."""
+    """``off`` / ``observe`` / ``act`` (case and spaces ignored; empty or None is ``off``).
+
+    Anything else is an :class:`~forge.errors.OptionError` naming ``source`` (the
+    environment variable or argument the text came from).
+    """
     value = (text or "off").strip().lower() or "off"
     if value not in MODES:
-        raise UserError(f"{source}: runtime mode {text!r}; expected one of {', '.join(MODES)}")
+        raise OptionError(f"runtime mode {text!r}; expected one of {', '.join(MODES)}",
+                          option=source)
     return value
 
 
@@ -277,7 +282,8 @@ class RuntimeRun:
             return RuntimeDecision(name, "off")
         with self._lock:
             if self.closed:
-                raise RuntimeError(f"runtime run {self.run_id} has ended")
+                raise RuntimeMutatorError(f"runtime run {self.run_id} has ended: a signal "
+                                          "after close() cannot be answered or undone")
             rule = self._mutator.rules.get(name)
             decision = RuntimeDecision(name, "no_rule") if rule is None else self._decide(rule)
             # Journaled before it is applied: in act mode a move that cannot be journaled
