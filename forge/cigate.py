@@ -18,48 +18,38 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     them, and the drop in pass rate (baseline - current) is at most ``max_drop``.
     Tasks in one result only, or with no seed scored in both, are listed, not failed.
 
-A :class:`GateReport` renders as JSON, as Markdown (for ``$GITHUB_STEP_SUMMARY``)
-and as JUnit XML. Exit codes are the CLI's: 0 all passed, 1 a gate failed, and bad
-input (including incomparable results) is a :class:`UserError`, exit 2.
+A :class:`GateReport` gives its JSON form itself; :mod:`forge.report.cigate` renders
+it as Markdown (for ``$GITHUB_STEP_SUMMARY``) and as JUnit XML. Exit codes are the
+CLI's: 0 all passed, 1 a gate failed, and bad input (including incomparable results)
+is a :class:`UserError`, exit 2.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from forge._files import atomic_write_text
 from forge.compare import diff_results
 from forge.errors import UserError
 from forge.results import EvalResult, TaskResult
 
 __all__ = [
     "GATE_NAMES",
-    "JUNIT_SUITE",
-    "MARKDOWN_TASK_CAP",
     "GateOptions",
     "GateOutcome",
     "GateReport",
     "TaskFailure",
     "aggregate_gate",
-    "append_step_summary",
+    "percent",
     "regression_gate",
     "run_gates",
     "task_floor_gate",
     "unscored_gate",
-    "write_junit",
 ]
 
 GATE_NAMES = ("aggregate", "unscored", "task_floor", "regression")
-JUNIT_SUITE = "forge-gate"
-#: Failing tasks listed per gate in the Markdown summary; the JSON and JUnit list all.
-MARKDOWN_TASK_CAP = 10
 # Pass rates are ratios of small integers computed in floating point: 1.0 - 0.9 is
 # 0.09999999999999998. A tolerance far below any real difference of two such ratios
 # keeps "a drop of exactly --max-drop" on the passing side.
@@ -167,74 +157,6 @@ class GateReport:
             "gates": [g.as_json() for g in self.gates],
         }
 
-    def markdown(self, *, cap: int = MARKDOWN_TASK_CAP) -> str:
-        """A CI step summary: heading, one table row per gate, then each failing gate's
-        tasks (at most ``cap`` each, worst first)."""
-        r = self.result
-        mark = "✅ passed" if self.passed else f"❌ failed ({len(self.failed)} of " \
-                                              f"{len(self.gates)} gates)"
-        lines = [f"## forge gate: {mark}", ""]
-        about = (f"{_code(self.current)}: bench {_code(r.bench)}, split {_code(r.split)}, "
-                 f"k={r.k}, {len(r.tasks)} tasks, pass rate {_pct(r.pass_rate)}, "
-                 f"config {_code(r.config_fingerprint[:12])}, "
-                 f"env {_code((r.env_fingerprint or 'none')[:12])}")
-        if self.baseline is not None:
-            about += f"; baseline {_code(self.baseline)}"
-        lines += [about, "", "| gate | result | reason |", "|---|---|---|"]
-        for g in self.gates:
-            lines.append(f"| {_cell(g.name)} | {'✅ pass' if g.passed else '❌ fail'} | "
-                         f"{_cell(g.reason)} |")
-        for g in self.gates:
-            if not g.failing and not g.notes:
-                continue
-            lines += ["", f"### {'✅' if g.passed else '❌'} {g.name}", ""]
-            for failure in g.failing[:cap]:
-                lines.append(f"- {_code(failure.task_id)}: {_inline(failure.detail)}")
-            if len(g.failing) > cap:
-                lines.append(f"- … and {len(g.failing) - cap} more failing tasks")
-            lines += [f"- {_inline(note)}" for note in g.notes]
-        return "\n".join(lines) + "\n"
-
-    def junit_xml(self) -> str:
-        """JUnit XML: one testsuite ``forge-gate``; one testcase per gate and, for a
-        failing gate, one more testcase per failing task, so CI test reporters list the
-        tasks one by one."""
-        cases: list[ET.Element] = []
-        for g in self.gates:
-            case = ET.Element("testcase", classname=JUNIT_SUITE, name=_xml_text(g.name))
-            if g.passed:
-                if g.notes:
-                    ET.SubElement(case, "system-out").text = _xml_text("\n".join(g.notes))
-            else:
-                failure = ET.SubElement(case, "failure", message=_xml_text(g.reason),
-                                        type="GateFailure")
-                failure.text = _xml_text("\n".join(
-                    [*(f"{f.task_id}: {f.detail}" for f in g.failing), *g.notes]))
-            cases.append(case)
-            for f in g.failing:
-                task_case = ET.Element("testcase", classname=f"{JUNIT_SUITE}.{g.name}",
-                                       name=_xml_text(f.task_id))
-                ET.SubElement(task_case, "failure", message=_xml_text(f.detail),
-                              type="TaskFailure")
-                cases.append(task_case)
-        n_failures = sum(1 for c in cases if c.find("failure") is not None)
-        suite = ET.Element("testsuite", name=JUNIT_SUITE, tests=str(len(cases)),
-                           failures=str(n_failures), errors="0", skipped="0")
-        props = ET.SubElement(suite, "properties")
-        for name, value in (("current", self.current), ("baseline", self.baseline or ""),
-                            ("bench", self.result.bench), ("split", self.result.split),
-                            ("env_fingerprint", self.result.env_fingerprint or ""),
-                            ("config_fingerprint", self.result.config_fingerprint)):
-            ET.SubElement(props, "property", name=name, value=_xml_text(value))
-        suite.extend(cases)
-        root = ET.Element("testsuites", name="forge", tests=str(len(cases)),
-                          failures=str(n_failures), errors="0")
-        root.append(suite)
-        ET.indent(root)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(
-            root, encoding="unicode") + "\n"
-
-
 # -- the gates -----------------------------------------------------------------------
 
 
@@ -248,11 +170,11 @@ def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
     scored_tasks = sum(1 for t in result.tasks if t.pass_rate is not None)
     if rate + _EPS >= min_pass_rate:
         return GateOutcome("aggregate", True,
-                           f"pass rate {_pct(rate, min_pass_rate)} ≥ "
-                           f"{_pct(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
+                           f"pass rate {percent(rate, min_pass_rate)} ≥ "
+                           f"{percent(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
     return GateOutcome("aggregate", False,
-                       f"pass rate {_pct(rate, min_pass_rate)} < "
-                       f"{_pct(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
+                       f"pass rate {percent(rate, min_pass_rate)} < "
+                       f"{percent(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
 
 
 def unscored_gate(result: EvalResult, max_unscored: int) -> GateOutcome:
@@ -282,14 +204,14 @@ def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
                                                          "unscored attempts)")))
         elif rate + _EPS < floor:
             failing.append((rate, TaskFailure(
-                t.task_id, f"pass rate {_pct(rate, floor)} < floor {_pct(floor, rate)} "
+                t.task_id, f"pass rate {percent(rate, floor)} < floor {percent(floor, rate)} "
                            f"({t.n_passed}/{t.n_scored})", rate)))
     if not failing:
         return GateOutcome("task_floor", True,
-                           f"all {len(result.tasks)} tasks ≥ {_pct(floor)}")
+                           f"all {len(result.tasks)} tasks ≥ {percent(floor)}")
     failing.sort(key=lambda pair: pair[0])
     unmeasured = sum(1 for value, _ in failing if value < 0)
-    reason = f"{len(failing)} of {len(result.tasks)} tasks below {_pct(floor)}"
+    reason = f"{len(failing)} of {len(result.tasks)} tasks below {percent(floor)}"
     if unmeasured:
         reason += f" ({unmeasured} with nothing scored)"
     return GateOutcome("task_floor", False, reason, failing=tuple(f for _, f in failing))
@@ -315,8 +237,8 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
         drop = t.pass_a - t.pass_b
         if drop > max_drop + _EPS:
             failing.append((drop, TaskFailure(
-                t.task_id, f"pass rate {_pct(t.pass_a)} → {_pct(t.pass_b)} "
-                           f"(drop {_pct(drop, max_drop)} > {_pct(max_drop, drop)}, "
+                t.task_id, f"pass rate {percent(t.pass_a)} → {percent(t.pass_b)} "
+                           f"(drop {percent(drop, max_drop)} > {percent(max_drop, drop)}, "
                            f"{t.n_pairs} paired seeds)", drop)))
     failing.sort(key=lambda pair: -pair[0])
     notes = []
@@ -328,11 +250,11 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
         notes.append(f"no seed scored in both (not compared): {', '.join(unpaired)}")
     compared = len(diff.tasks) - len(unpaired)
     if not failing:
-        reason = f"no task dropped more than {_pct(max_drop)} ({compared} tasks compared)"
+        reason = f"no task dropped more than {percent(max_drop)} ({compared} tasks compared)"
         return GateOutcome("regression", True, reason, notes=tuple(notes))
     worst = failing[0][1]
-    reason = (f"{len(failing)} of {compared} tasks dropped more than {_pct(max_drop)} "
-              f"(worst {worst.task_id}: drop {_pct(failing[0][0])})")
+    reason = (f"{len(failing)} of {compared} tasks dropped more than {percent(max_drop)} "
+              f"(worst {worst.task_id}: drop {percent(failing[0][0])})")
     return GateOutcome("regression", False, reason, failing=tuple(f for _, f in failing),
                        notes=tuple(notes))
 
@@ -356,34 +278,10 @@ def run_gates(current: EvalResult, *, options: GateOptions | None = None,
                       baseline=baseline_name if baseline is not None else None)
 
 
-# -- outputs -------------------------------------------------------------------------
+# -- wording -------------------------------------------------------------------------
 
 
-def write_junit(report: GateReport, path: str | Path) -> None:
-    """Write the JUnit XML atomically: a CI reader never sees half a file."""
-    atomic_write_text(path, report.junit_xml())
-
-
-def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None
-                        ) -> Path | None:
-    """Append ``markdown`` to ``$GITHUB_STEP_SUMMARY`` when it is set; returns the file.
-
-    Appended, not replaced: GitHub gives one file per step and earlier commands of
-    the same step may have written to it.
-    """
-    target = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
-    if not target:
-        return None
-    path = Path(target)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
-    return path
-
-
-# -- formatting helpers --------------------------------------------------------------
-
-
-def _pct(x: float | None, other: float | None = None) -> str:
+def percent(x: float | None, other: float | None = None) -> str:
     """A percentage with one decimal, or more when one decimal would show ``x`` equal
     to ``other`` though they differ (so a reason never reads "50.0% < 50.0%")."""
     if x is None:
@@ -403,27 +301,3 @@ def _stop_reasons(tasks: Sequence[TaskResult]) -> str:
                 # A completed attempt without a score is a scorer failure, not a success.
                 counts["scorer failed" if a.stop_reason == "completed" else a.stop_reason] += 1
     return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
-
-
-def _code(text: str) -> str:
-    """Inline code in Markdown; a backtick inside would end the span, so it is replaced."""
-    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
-
-
-def _inline(text: str) -> str:
-    return text.replace("\n", " ")
-
-
-def _cell(text: str) -> str:
-    """A Markdown table cell: a pipe would start a new column."""
-    return _inline(text).replace("|", "\\|")
-
-
-# XML 1.0 cannot carry most control characters even escaped, and a lone surrogate cannot
-# be encoded at all; a task id holding one would make the whole report unreadable, so
-# they become U+FFFD.
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml_text(text: str) -> str:
-    return _XML_BAD.sub("\ufffd", text)

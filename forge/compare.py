@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forge.errors import IncomparableError
-from forge.results import EvalResult
+from forge.results import EvalResult, paired_attempts
 
 __all__ = ["ResultDiff", "TaskDiff", "check_comparable", "diff_results"]
 
@@ -78,27 +78,22 @@ def diff_results(a: EvalResult, b: EvalResult, *, names: tuple[str, str] = ("A",
     """Per-task comparison of ``b`` against ``a``. Tasks in one result only are listed,
     not dropped; attempts are paired by seed and kept only where both were scored."""
     check_comparable(a, b, names=names)
-    tasks_b = {t.task_id: t for t in b.tasks}
     ids_a = {t.task_id for t in a.tasks}
+    ids_b = {t.task_id for t in b.tasks}
+
+    def mean(values: list[float]) -> float | None:
+        return sum(values) / len(values) if values else None
+
     diffs: list[TaskDiff] = []
-    for ta in a.tasks:
-        tb = tasks_b.get(ta.task_id)
-        if tb is None:
-            continue
-        scored_b = {x.seed: x for x in tb.scored_attempts}
-        pairs = [(x, scored_b[x.seed]) for x in ta.scored_attempts if x.seed in scored_b]
+    for task_id, pairs in paired_attempts(a.by_task, b.by_task).items():
         n = len(pairs)
-
-        def mean(values: list[float]) -> float | None:
-            return sum(values) / len(values) if values else None
-
         diffs.append(TaskDiff(
-            task_id=ta.task_id, n_pairs=n,
+            task_id=task_id, n_pairs=n,
             score_a=mean([x.score.value for x, _ in pairs if x.score]),
             score_b=mean([y.score.value for _, y in pairs if y.score]),
             pass_a=mean([float(x.passed) for x, _ in pairs]) if n else None,
             pass_b=mean([float(y.passed) for _, y in pairs]) if n else None,
         ))
     return ResultDiff(tasks=diffs,
-                      only_in_a=[t.task_id for t in a.tasks if t.task_id not in tasks_b],
+                      only_in_a=[t.task_id for t in a.tasks if t.task_id not in ids_b],
                       only_in_b=[t.task_id for t in b.tasks if t.task_id not in ids_a])

@@ -1,9 +1,9 @@
 """The promotion gates. Each returns its own verdict with a reason; none is averaged.
 
-Data arrive as attempts grouped by task (``{task_id: [AttemptResult, ...]}``) for the
-incumbent and the candidate, run on the same seeds. Pairs are formed on shared
-(task, attempt index) keys where both attempts were scored; a task with no pair is
-left out, never counted as zero.
+Data arrive as :class:`~forge.results.TaskAttempts` (one config's attempts grouped by
+task) for the incumbent and the candidate, run on the same seeds. Pairs are formed
+by :func:`~forge.results.paired_attempts` where both attempts were scored; a task
+with no pair is left out, never counted as zero.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.bench import MetricSpec
-from forge.results import AttemptResult
+from forge.results import TaskAttempts, paired_attempts
 from forge.stats import PairedTest, paired_test
 
 __all__ = [
     "GateResult",
-    "TaskAttempts",
     "aux_gate",
     "dev_gate",
     "floor_gate",
@@ -27,8 +26,6 @@ __all__ = [
     "score_deltas",
     "val_gate",
 ]
-
-TaskAttempts = Mapping[str, Sequence[AttemptResult]]
 
 
 class GateResult(BaseModel):
@@ -40,32 +37,17 @@ class GateResult(BaseModel):
 
 
 def score_deltas(incumbent: TaskAttempts, candidate: TaskAttempts) -> dict[str, float]:
-    """Per task: mean candidate score minus mean incumbent score over paired attempts."""
-    deltas: dict[str, float] = {}
-    for task_id, cand in candidate.items():
-        inc = {a.attempt: a for a in incumbent.get(task_id, ()) if a.scored}
-        pairs = [(inc[a.attempt], a) for a in cand if a.scored and a.attempt in inc]
-        if pairs:
-            deltas[task_id] = math.fsum(c.score.value - i.score.value  # type: ignore[union-attr]
-                                        for i, c in pairs) / len(pairs)
-    return deltas
-
-
-def _metric_means(attempts: TaskAttempts, metric: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for task_id, items in attempts.items():
-        values = [a.metrics[metric] for a in items
-                  if a.stop_reason == "completed" and metric in a.metrics]
-        if values:
-            out[task_id] = math.fsum(values) / len(values)
-    return out
+    """Per task: the mean over paired attempts of candidate score minus incumbent score."""
+    return {task_id: math.fsum(c.score.value - i.score.value  # type: ignore[union-attr]
+                               for i, c in pairs) / len(pairs)
+            for task_id, pairs in paired_attempts(incumbent, candidate).items() if pairs}
 
 
 def metric_deltas(incumbent: TaskAttempts, candidate: TaskAttempts, metric: str
                   ) -> tuple[dict[str, float], float | None, float | None]:
     """Per-task paired deltas of a metric's mean, and both sides' means over those tasks."""
-    inc = _metric_means(incumbent, metric)
-    cand = _metric_means(candidate, metric)
+    inc = incumbent.metric_means(metric)
+    cand = candidate.metric_means(metric)
     shared = [t for t in cand if t in inc]
     if not shared:
         return {}, None, None
@@ -144,14 +126,15 @@ def floor_gate(tag: str, floor: float, checks: Sequence[tuple[str, TaskAttempts,
     failures: list[str] = []
     checked = 0
     for split, incumbent, candidate in checks:
-        for task_id, attempts in candidate.items():
+        cand_rates, inc_rates = candidate.pass_rates(), incumbent.pass_rates()
+        for task_id in candidate:
             if tag not in tags.get(task_id, ()):
                 continue
-            cand_rate = _pass_rate(attempts)
+            cand_rate = cand_rates.get(task_id)
             if cand_rate is None:
                 continue
             checked += 1
-            inc_rate = _pass_rate(incumbent.get(task_id, ()))
+            inc_rate = inc_rates.get(task_id)
             if cand_rate < floor and (inc_rate is None or inc_rate >= floor
                                       or cand_rate < inc_rate):
                 was = "—" if inc_rate is None else f"{inc_rate:.0%}"
@@ -166,8 +149,3 @@ def floor_gate(tag: str, floor: float, checks: Sequence[tuple[str, TaskAttempts,
     return GateResult(name=name, passed=True,
                       reason=f"all {checked} {tag} task checks at or above {floor:.0%}",
                       details={"checked": checked})
-
-
-def _pass_rate(attempts: Sequence[AttemptResult]) -> float | None:
-    scored = [a for a in attempts if a.scored]
-    return sum(a.passed for a in scored) / len(scored) if scored else None

@@ -1,102 +1,26 @@
-"""Rollouts for a search: reuse from the store, budget accounting, and racing.
+"""Screening by racing: is a candidate worth confirming?
 
-:class:`Rollouts` hands out attempts of (config, seed stream, tasks, attempt
-indices), running only those the store does not hold, and counts every attempt
-the search asked for once. :func:`screen` races one candidate against the
-incumbent: tasks in a fixed random order, chunk by chunk, stopping as soon as the
+:func:`screen` races one candidate against the incumbent on the dev screening
+seeds: tasks in a fixed random order, chunk by chunk, stopping as soon as the
 candidate clearly cannot pass (futility), and adding a block of attempts only when
-the decision is close.
+the decision is close. Attempts come from the search's attempt cache
+(:class:`~forge.attempt_cache.Rollouts`), so what one decision ran, the next reuses.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forge.bench import Bench
-from forge.executors import Executor
-from forge.gates import TaskAttempts, score_deltas
-from forge.harness import Harness
+from forge.attempt_cache import Rollouts
+from forge.gates import score_deltas
 from forge.registry import Config
-from forge.results import AttemptResult
-from forge.rollout import AttemptKey, RolloutEngine
+from forge.results import TaskAttempts
 from forge.stats import PairedTest, paired_test
-from forge.store import AttemptStore
 from forge.task import Task
 
-__all__ = ["Rollouts", "ScreenOutcome", "screen"]
-
-
-class Rollouts:
-    """Attempts for the search, from the store or run now; ``used`` counts requests."""
-
-    def __init__(self, bench: Bench, harness: Harness, store: AttemptStore, *, seed: int,
-                 concurrency: int, timeout_s: float, loop: asyncio.AbstractEventLoop,
-                 executor: Executor | None = None) -> None:
-        self.bench = bench
-        self.harness = harness
-        self.store = store
-        self.seed = seed
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.loop = loop
-        # Where attempts run (None: in this process); one executor serves every batch,
-        # so worker processes and Ray actors start once per search, not per decision.
-        self.executor = executor
-        self.used = 0
-        self.cost = 0.0
-        self.executed = 0
-        self._requested: set[tuple[str, str, str, int]] = set()
-
-    def peek(self, config: Config, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
-             ) -> dict[str, list[AttemptResult]]:
-        """What the store already holds; runs nothing and counts nothing."""
-        fp = config.fingerprint
-        out: dict[str, list[AttemptResult]] = {}
-        for t in tasks:
-            found = [a for i in attempts if (a := self.store.get(fp, stream, t.id, i))]
-            if found:
-                out[t.id] = found
-        return out
-
-    def unrequested(self, config: Config, stream: str, tasks: Sequence[Task],
-                    attempts: Sequence[int]) -> int:
-        """How much ``get`` of these attempts would add to ``used`` (runs nothing)."""
-        fp = config.fingerprint
-        return sum(1 for t in tasks for i in attempts
-                   if (fp, stream, t.id, i) not in self._requested)
-
-    def get(self, config: Config, split: str, stream: str, tasks: Sequence[Task],
-            attempts: Sequence[int]) -> dict[str, list[AttemptResult]]:
-        """Attempts by task id. Each attempt counts once toward ``used`` and ``cost``,
-        whether it ran now or was found in the store (so a resumed search counts the
-        same as an uninterrupted one)."""
-        fp = config.fingerprint
-        missing = [AttemptKey(t, i) for t in tasks for i in attempts
-                   if self.store.get(fp, stream, t.id, i) is None]
-        if missing:
-            engine = RolloutEngine(self.harness, self.bench.scorer, split=split, stream=stream,
-                                   run_seed=self.seed, concurrency=self.concurrency,
-                                   timeout_s=self.timeout_s, executor=self.executor)
-            results = self.loop.run_until_complete(engine.run(config, missing))
-            self.store.add(fp, stream, results)
-            self.executed += len(results)
-        out: dict[str, list[AttemptResult]] = {}
-        for t in tasks:
-            got = out.setdefault(t.id, [])
-            for i in attempts:
-                a = self.store.get(fp, stream, t.id, i)
-                if a is None:
-                    continue
-                got.append(a)
-                key = (fp, stream, t.id, i)
-                if key not in self._requested:
-                    self._requested.add(key)
-                    self.used += 1
-                    self.cost += a.metrics.get("cost", 0.0)
-        return out
+__all__ = ["ScreenOutcome", "screen"]
 
 
 @dataclass
@@ -119,7 +43,7 @@ class _Counter:
         self.served = 0
 
     def get(self, config: Config, tasks: Sequence[Task], attempts: Sequence[int]
-            ) -> dict[str, list[AttemptResult]]:
+            ) -> TaskAttempts:
         before = self.rollouts.used
         got = self.rollouts.get(config, "dev", "dev", tasks, attempts)
         self.new += self.rollouts.used - before
@@ -138,8 +62,8 @@ def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequ
     """
     counter = _Counter(rollouts)
     size = max(1, math.ceil(len(order) / chunks))
-    inc: dict[str, list[AttemptResult]] = {}
-    cand: dict[str, list[AttemptResult]] = {}
+    inc = TaskAttempts()
+    cand = TaskAttempts()
     test = paired_test([], alpha=alpha, threshold=min_effect)
     seen = 0
     blocks = 1
@@ -163,8 +87,8 @@ def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequ
         if over_budget():
             return outcome("budget")
         part = order[start:start + size]
-        inc.update(counter.get(incumbent, part, range(k)))
-        cand.update(counter.get(candidate, part, range(k)))
+        inc = inc.merged(counter.get(incumbent, part, range(k)))
+        cand = cand.merged(counter.get(candidate, part, range(k)))
         seen += len(part)
         test = _test(inc, cand, alpha, min_effect)
         last = start + size >= len(order)
@@ -181,10 +105,8 @@ def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequ
         if not block_fits(extra):
             return outcome("budget")
         blocks += 1
-        for task_id, items in counter.get(incumbent, order, extra).items():
-            inc.setdefault(task_id, []).extend(items)
-        for task_id, items in counter.get(candidate, order, extra).items():
-            cand.setdefault(task_id, []).extend(items)
+        inc = inc.merged(counter.get(incumbent, order, extra))
+        cand = cand.merged(counter.get(candidate, order, extra))
         test = _test(inc, cand, alpha, min_effect)
     return outcome("pass" if test.p_value < alpha else "fail")
 

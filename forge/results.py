@@ -8,7 +8,8 @@ as a zero, so a flaky harness cannot pose as a bad config.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -31,8 +32,10 @@ __all__ = [
     "AttemptResult",
     "EvalResult",
     "StopReason",
+    "TaskAttempts",
     "TaskResult",
     "load_result",
+    "paired_attempts",
     "save_result",
 ]
 
@@ -108,14 +111,11 @@ class TaskResult(_Frozen):
 
     @property
     def pass_rate(self) -> float | None:
-        return self.n_passed / self.n_scored if self.n_scored else None
+        return _pass_rate(self.scored_attempts)
 
     @property
     def mean_score(self) -> float | None:
-        scored = self.scored_attempts
-        if not scored:
-            return None
-        return sum(a.score.value for a in scored if a.score is not None) / len(scored)
+        return _mean_score(self.scored_attempts)
 
     @property
     def learning_zone(self) -> bool:
@@ -163,13 +163,15 @@ class EvalResult(_Frozen):
     @property
     def pass_rate(self) -> float | None:
         """Mean of the per-task pass rates (each task weighs the same); None if none scored."""
-        rates = [t.pass_rate for t in self.tasks if t.pass_rate is not None]
-        return sum(rates) / len(rates) if rates else None
+        return _mean_over_tasks(t.pass_rate for t in self.tasks)
 
     @property
     def mean_score(self) -> float | None:
-        means = [t.mean_score for t in self.tasks if t.mean_score is not None]
-        return sum(means) / len(means) if means else None
+        return _mean_over_tasks(t.mean_score for t in self.tasks)
+
+    @property
+    def by_task(self) -> TaskAttempts:
+        return TaskAttempts({t.task_id: t.attempts for t in self.tasks})
 
     @cached_property
     def metrics(self) -> dict[str, float]:
@@ -208,6 +210,97 @@ class EvalResult(_Frozen):
             "config_fingerprint": self.config_fingerprint,
             "tasks": [t.summary() for t in self.tasks],
         }
+
+
+class TaskAttempts(Mapping[str, Sequence[AttemptResult]]):
+    """One config's attempts grouped by task id: what the search collects and gates.
+
+    A task's mean score and pass rate are those of :class:`TaskResult` and the overall
+    mean score is that of :class:`EvalResult` (a mean over tasks), so a search reports
+    the numbers ``forge eval`` would.
+    """
+
+    __slots__ = ("_by_task",)
+
+    def __init__(self, by_task: Mapping[str, Sequence[AttemptResult]] | None = None) -> None:
+        self._by_task = {task_id: tuple(items) for task_id, items in (by_task or {}).items()}
+
+    def __getitem__(self, task_id: str) -> Sequence[AttemptResult]:
+        return self._by_task[task_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_task)
+
+    def __len__(self) -> int:
+        return len(self._by_task)
+
+    def __repr__(self) -> str:
+        return f"TaskAttempts({self._by_task!r})"
+
+    def merged(self, more: Mapping[str, Sequence[AttemptResult]]) -> TaskAttempts:
+        """These attempts and then ``more``'s, task by task (a new task goes last)."""
+        out = {task_id: list(items) for task_id, items in self._by_task.items()}
+        for task_id, items in more.items():
+            out.setdefault(task_id, []).extend(items)
+        return TaskAttempts(out)
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean over tasks of each task's mean score; None if nothing was scored."""
+        return _mean_over_tasks(_mean_score(items) for items in self._by_task.values())
+
+    def pass_rates(self) -> dict[str, float]:
+        """Per task with something scored: passed / scored."""
+        return {task_id: rate for task_id, items in self._by_task.items()
+                if (rate := _pass_rate(items)) is not None}
+
+    def metric_means(self, metric: str) -> dict[str, float]:
+        """Per task that reports ``metric``: its mean over the completed attempts."""
+        out: dict[str, float] = {}
+        for task_id, items in self._by_task.items():
+            values = [a.metrics[metric] for a in items
+                      if a.stop_reason == "completed" and metric in a.metrics]
+            if values:
+                # fsum, unlike the running sums of ``_mean_metrics``: these means feed
+                # the auxiliary gates, whose journaled numbers must not move.
+                out[task_id] = math.fsum(values) / len(values)
+        return out
+
+
+def paired_attempts(a: Mapping[str, Sequence[AttemptResult]],
+                    b: Mapping[str, Sequence[AttemptResult]]
+                    ) -> dict[str, list[tuple[AttemptResult, AttemptResult]]]:
+    """Attempts of ``a`` and ``b`` paired on shared (task id, seed) keys, scored on both.
+
+    Every task in both is a key, in ``a``'s order, its pairs in ``a``'s attempt order
+    (none when no seed was scored on both sides). The seed derives from (run seed,
+    stream, task id, attempt index), so within one seed stream this pairs attempt
+    index with attempt index, and across two saved results the same draws.
+    """
+    out: dict[str, list[tuple[AttemptResult, AttemptResult]]] = {}
+    for task_id, mine in a.items():
+        theirs = b.get(task_id)
+        if theirs is None:
+            continue
+        by_seed = {x.seed: x for x in theirs if x.scored}
+        out[task_id] = [(x, by_seed[x.seed]) for x in mine if x.scored and x.seed in by_seed]
+    return out
+
+
+def _mean_score(attempts: Iterable[AttemptResult]) -> float | None:
+    values = [a.score.value for a in attempts if a.scored and a.score is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _pass_rate(attempts: Iterable[AttemptResult]) -> float | None:
+    scored = [a for a in attempts if a.scored]
+    return sum(1 for a in scored if a.passed) / len(scored) if scored else None
+
+
+def _mean_over_tasks(values: Iterable[float | None]) -> float | None:
+    """Each task weighs the same; a task with nothing measured is left out."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _mean_metrics(attempts: list[AttemptResult]) -> dict[str, float]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt_cache import Rollouts
 from forge.bench import Bench, BudgetSettings
 from forge.executors import ExecutorSettings
 from forge.gates import GateResult, aux_gate, dev_gate, floor_gate, score_deltas, val_gate
@@ -29,9 +30,9 @@ from forge.journal import JournalError, JournalWriter
 from forge.moves import Move, apply_move, neighbourhood
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
-from forge.racing import Rollouts, screen
+from forge.racing import screen
 from forge.registry import Config
-from forge.results import AttemptResult
+from forge.results import TaskAttempts
 from forge.stats import PairedTest, paired_test, spent_alpha
 from forge.store import AttemptStore
 from forge.task import Task
@@ -159,8 +160,7 @@ class Search:
     def _tasks(self, split: str) -> list[Task]:
         return self.bench.tasks(split)
 
-    def _get(self, config: Config, split: str, stream: str,
-             blocks: int = 1) -> dict[str, list[AttemptResult]]:
+    def _get(self, config: Config, split: str, stream: str, blocks: int = 1) -> TaskAttempts:
         k = self.options.k
         return self.rollouts.get(config, split, stream, self._tasks(split), range(k * blocks))
 
@@ -178,17 +178,7 @@ class Search:
         b = self.options.budget
         return None if b.rollouts is None else max(0, b.rollouts - self.rollouts.used)
 
-    @staticmethod
-    def _mean(attempts: dict[str, list[AttemptResult]]) -> float | None:
-        means = []
-        for items in attempts.values():
-            scored = [a.score.value for a in items if a.scored and a.score is not None]
-            if scored:
-                means.append(sum(scored) / len(scored))
-        return sum(means) / len(means) if means else None
-
-    def _compare(self, before: dict[str, list[AttemptResult]],
-                 after: dict[str, list[AttemptResult]]) -> PairedTest:
+    def _compare(self, before: TaskAttempts, after: TaskAttempts) -> PairedTest:
         # alpha 0.025 per side: the reported bounds form a 95% two-sided interval.
         return paired_test(list(score_deltas(before, after).values()), alpha=0.025)
 
@@ -219,16 +209,17 @@ class Search:
         incumbent = self.start
         registry = self.bench.registry
         start_dev = self._get(incumbent, "dev", "dev")
-        start_val = self._get(incumbent, "val", "val") if "val" in self.bench.splits else {}
-        start_mean = self._mean(start_dev)
+        start_val = (self._get(incumbent, "val", "val") if "val" in self.bench.splits
+                     else TaskAttempts())
+        start_mean = start_dev.mean_score
         # Nothing scored gives NaN, which a model-based proposer skips, not a false 0.
         history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint,
                                    math.nan if start_mean is None else start_mean,
                                    len(start_dev))]
         self.proposer.observe(incumbent, history[0].dev_mean)
         self._emit({"kind": "start", "config": incumbent.values,
-                    "fingerprint": incumbent.fingerprint, "dev_mean": self._mean(start_dev),
-                    "val_mean": self._mean(start_val) if start_val else None,
+                    "fingerprint": incumbent.fingerprint, "dev_mean": start_dev.mean_score,
+                    "val_mean": start_val.mean_score if start_val else None,
                     "rollouts_total": self.rollouts.used})
         tried: set[tuple[str, str]] = set()
         promotions: list[dict[str, Any]] = []
@@ -325,7 +316,7 @@ class Search:
                              alpha=gates.alpha, min_effect=gates.min_effect, chunks=opts.chunks,
                              max_blocks=opts.max_blocks, futility_level=opts.futility_level,
                              budget_left=self._budget_left())
-            mean = self._mean(self.rollouts.peek(candidate, "dev", order, range(opts.k)))
+            mean = self.rollouts.peek(candidate, "dev", order, range(opts.k)).mean_score
             if outcome.status != "budget" and mean is not None:
                 history.append(EvaluatedConfig(candidate.values, candidate.fingerprint, mean,
                                                outcome.tasks_seen))
@@ -437,7 +428,7 @@ class Search:
         results: list[GateResult] = [dev_gate(confirm, level=level, screen=screen_test)]
         results += [aux_gate(name, spec, inc_dev, cand_dev, alpha=gates_cfg.alpha)
                     for name, spec in self.bench.spec.metrics.items()]
-        floor_checks: list[tuple[str, Any, Any]] = [("dev", inc_dev, cand_dev)]
+        floor_checks = [("dev", inc_dev, cand_dev)]
         floors = [floor_gate(tag, floor, floor_checks, self.tags)
                   for tag, floor in gates_cfg.task_floors.items()]
         val_info: dict[str, Any] | None = None
@@ -449,8 +440,8 @@ class Search:
             val_test = paired_test(list(score_deltas(inc_val, cand_val).values()),
                                    alpha=gates_cfg.alpha, threshold=-gates_cfg.val_margin)
             results.append(val_gate(val_test, margin=gates_cfg.val_margin))
-            val_info = {**val_test.as_dict(), "before": self._mean(inc_val),
-                        "after": self._mean(cand_val)}
+            val_info = {**val_test.as_dict(), "before": inc_val.mean_score,
+                        "after": cand_val.mean_score}
             floor_checks.append(("val", inc_val, cand_val))
             floors = [floor_gate(tag, floor, floor_checks, self.tags)
                       for tag, floor in gates_cfg.task_floors.items()]
@@ -465,7 +456,7 @@ class Search:
                                                                "level": level,
                                                                "index": self._confirmations,
                                                                "stream": stream},
-                            "before": self._mean(inc_dev), "after": self._mean(cand_dev)},
+                            "before": inc_dev.mean_score, "after": cand_dev.mean_score},
                     "val": val_info, "aux": aux,
                     "gates": [{"name": g.name, "passed": g.passed, "reason": g.reason}
                               for g in results],
@@ -481,12 +472,10 @@ class Search:
         return proposal.move, candidate
 
     def _finish(self, stop_reason: str, steps: int, promotions: list[dict[str, Any]],
-                final: Config, start_dev: dict[str, list[AttemptResult]],
-                start_val: dict[str, list[AttemptResult]]) -> SearchOutcome:
-        def block(before: dict[str, list[AttemptResult]], after: dict[str, list[AttemptResult]]
-                  ) -> dict[str, float | None]:
+                final: Config, start_dev: TaskAttempts, start_val: TaskAttempts) -> SearchOutcome:
+        def block(before: TaskAttempts, after: TaskAttempts) -> dict[str, float | None]:
             t = self._compare(before, after)
-            return {"start": self._mean(before), "final": self._mean(after),
+            return {"start": before.mean_score, "final": after.mean_score,
                     "delta": t.effect if t.n else None,
                     "ci_low": t.ci_low if t.n > 1 else None,
                     "ci_high": t.ci_high if t.n > 1 else None}

@@ -15,7 +15,6 @@ from conftest import run_forge as forge
 from forge.cigate import (
     GateOptions,
     aggregate_gate,
-    append_step_summary,
     regression_gate,
     run_gates,
     task_floor_gate,
@@ -24,6 +23,7 @@ from forge.cigate import (
 from forge.cli import main
 from forge.errors import IncomparableError, UserError
 from forge.harness import RunOutput
+from forge.report.cigate import append_step_summary, markdown_summary
 from forge.results import AttemptResult, EvalResult, TaskResult, save_result
 from forge.scorers import Score
 
@@ -346,7 +346,7 @@ def test_append_step_summary_is_a_no_op_without_the_variable() -> None:
 
 def test_markdown_escapes_table_cells() -> None:
     r = make_result({"a|b": [False, True]})
-    md = run_gates(r, options=GateOptions(task_floor=0.9)).markdown()
+    md = markdown_summary(run_gates(r, options=GateOptions(task_floor=0.9)))
     assert "- `a|b`:" in md  # a list item, not a table cell: kept as is
     table = [line for line in md.splitlines() if line.startswith("| task_floor")]
     assert table == ["| task_floor | ❌ fail | 1 of 1 tasks below 90.0% |"]

@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from forge.bench import MetricSpec
+from forge.bench import Bench, MetricSpec
+from forge.compare import diff_results
+from forge.evaluate import evaluate
 from forge.gates import aux_gate, dev_gate, floor_gate, metric_deltas, score_deltas, val_gate
-from forge.results import AttemptResult, StopReason
+from forge.results import AttemptResult, StopReason, TaskAttempts
 from forge.scorers import Score
 from forge.stats import paired_test, spent_alpha
 
@@ -23,39 +25,53 @@ def att(task: str, i: int, value: float | None = 1.0, *, stop: StopReason = "com
 
 
 def by_task(values: Mapping[str, Sequence[float]], **metrics: Sequence[float]
-            ) -> dict[str, list[AttemptResult]]:
+            ) -> TaskAttempts:
     """``{task: [scores...]}`` (and per-task metric lists) as attempts 0..n-1."""
     out: dict[str, list[AttemptResult]] = {}
     for task, scores in values.items():
         out[task] = [att(task, i, s, **{m: float(v[i]) for m, v in metrics.items()})  # type: ignore[arg-type]
                      for i, s in enumerate(scores)]
-    return out
+    return TaskAttempts(out)
+
 
 
 # -- score_deltas --------------------------------------------------------------------------
 
 def test_score_deltas_pair_by_attempt_index_not_by_position() -> None:
-    inc = {"t": [att("t", 0, 0.0), att("t", 1, 1.0)]}
+    inc = TaskAttempts({"t": [att("t", 0, 0.0), att("t", 1, 1.0)]})
     cand = {"t": [att("t", 1, 1.0), att("t", 0, 1.0)]}  # listed in another order
     # attempt 0: 0 -> 1 (+1), attempt 1: 1 -> 1 (0)
     assert score_deltas(inc, cand) == {"t": pytest.approx(0.5)}
 
 
 def test_score_deltas_skip_unscored_attempts_instead_of_counting_zero() -> None:
-    inc = {"t": [att("t", 0, 1.0), att("t", 1, 1.0), att("t", 2, 1.0)]}
-    cand = {"t": [att("t", 0, 1.0), att("t", 1, stop="timeout"), att("t", 2, None)]}
+    inc = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, 1.0), att("t", 2, 1.0)]})
+    cand = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, stop="timeout"), att("t", 2, None)]})
     assert score_deltas(inc, cand) == {"t": 0.0}  # only attempt 0 is a pair
-    inc_err = {"t": [att("t", 0, stop="error"), att("t", 1, 0.0)]}
-    cand_ok = {"t": [att("t", 0, 1.0), att("t", 1, 1.0)]}
+    inc_err = TaskAttempts({"t": [att("t", 0, stop="error"), att("t", 1, 0.0)]})
+    cand_ok = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, 1.0)]})
     assert score_deltas(inc_err, cand_ok) == {"t": 1.0}
 
 
 def test_score_deltas_leave_out_tasks_without_a_pair() -> None:
-    inc = {"a": [att("a", 0, 1.0)], "b": [att("b", 0, stop="error")]}
-    cand = {"a": [att("a", 0, 0.0)], "b": [att("b", 0, 1.0)], "c": [att("c", 0, 1.0)]}
+    inc = TaskAttempts({"a": [att("a", 0, 1.0)], "b": [att("b", 0, stop="error")]})
+    cand = TaskAttempts({"a": [att("a", 0, 0.0)], "b": [att("b", 0, 1.0)], "c": [att("c", 0, 1.0)]})
     assert score_deltas(inc, cand) == {"a": -1.0}
     # different attempt indices never pair
-    assert score_deltas({"a": [att("a", 0, 1.0)]}, {"a": [att("a", 1, 1.0)]}) == {}
+    assert score_deltas(TaskAttempts({"a": [att("a", 0, 1.0)]}),
+                        TaskAttempts({"a": [att("a", 1, 1.0)]})) == {}
+
+
+def test_score_deltas_pair_the_attempts_forge_diff_pairs(arith_bench: Bench) -> None:
+    # One pairing for the search and for ``forge diff``: within one seed stream the
+    # same attempt index is the same seed, so both see the same pairs.
+    base = evaluate(arith_bench, arith_bench.defaults, k=3)
+    cand = evaluate(arith_bench, arith_bench.registry.with_values(
+        arith_bench.defaults, {"temperature": 0.2, "effort": 3}), k=3)
+    deltas = score_deltas(base.by_task, cand.by_task)
+    diff = diff_results(base, cand)
+    assert any(d != 0 for d in deltas.values())
+    assert deltas == {t.task_id: pytest.approx(t.delta) for t in diff.paired}
 
 
 # -- dev -----------------------------------------------------------------------------------
@@ -137,9 +153,9 @@ def test_aux_gate_relative_passes_within_tolerance_and_improvements() -> None:
 
 def test_aux_gate_needs_confidence_not_just_a_small_mean() -> None:
     # Mean change +2% (within +5%), but per-task changes swing +-40%: not shown safe.
-    inc = {f"t{i}": [att(f"t{i}", 0, 1.0, cost=1.0)] for i in range(6)}
+    inc = TaskAttempts({f"t{i}": [att(f"t{i}", 0, 1.0, cost=1.0)] for i in range(6)})
     swings = [1.4, 0.62, 1.4, 0.62, 1.4, 0.68]
-    cand = {f"t{i}": [att(f"t{i}", 0, 1.0, cost=c)] for i, c in enumerate(swings)}
+    cand = TaskAttempts({f"t{i}": [att(f"t{i}", 0, 1.0, cost=c)] for i, c in enumerate(swings)})
     gate = aux_gate("cost", COST, inc, cand, alpha=0.05)
     assert not gate.passed
     bound = gate.details["bound"]
@@ -178,8 +194,8 @@ def test_aux_gate_with_a_metric_one_side_lacks_passes_and_says_so() -> None:
 
 
 def test_metric_deltas_average_completed_attempts_only() -> None:
-    inc = {"t": [att("t", 0, cost=1.0), att("t", 1, stop="error", cost=50.0)]}
-    cand = {"t": [att("t", 0, cost=2.0), att("t", 1, cost=4.0)]}
+    inc = TaskAttempts({"t": [att("t", 0, cost=1.0), att("t", 1, stop="error", cost=50.0)]})
+    cand = TaskAttempts({"t": [att("t", 0, cost=2.0), att("t", 1, cost=4.0)]})
     deltas, before, after = metric_deltas(inc, cand, "cost")
     assert deltas == {"t": 2.0}
     assert (before, after) == (1.0, 3.0)
@@ -190,7 +206,7 @@ def test_metric_deltas_average_completed_attempts_only() -> None:
 TAGS = {"c1": ["critical"], "c2": ["critical", "x"], "n": []}
 
 
-def rates(**passes: Sequence[float]) -> dict[str, list[AttemptResult]]:
+def rates(**passes: Sequence[float]) -> TaskAttempts:
     return by_task(dict(passes))
 
 
@@ -229,6 +245,6 @@ def test_floor_gate_checks_every_split_and_counts_checks() -> None:
 
 def test_floor_gate_skips_unscored_tasks() -> None:
     inc = rates(c1=[1, 1])
-    cand = {"c1": [att("c1", 0, stop="timeout"), att("c1", 1, stop="error")]}
+    cand = TaskAttempts({"c1": [att("c1", 0, stop="timeout"), att("c1", 1, stop="error")]})
     gate = floor_gate("critical", 0.8, [("dev", inc, cand)], TAGS)
     assert gate.passed and gate.details["checked"] == 0

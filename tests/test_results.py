@@ -21,8 +21,10 @@ from forge.results import (
     AttemptResult,
     EvalResult,
     StopReason,
+    TaskAttempts,
     TaskResult,
     load_result,
+    paired_attempts,
     save_result,
 )
 from forge.rollout import derive_seed
@@ -175,6 +177,53 @@ def test_metrics_are_means_over_completed_attempts_with_latency_percentiles() ->
 def test_no_completed_attempt_means_no_metrics() -> None:
     r = result(task("a", attempt(0, stop="error"), attempt(1, stop="timeout")))
     assert r.metrics == {}
+
+
+# -- attempts grouped by task (what the search gates) ---------------------------------
+
+
+def test_grouped_attempts_give_the_numbers_of_the_result_they_come_from() -> None:
+    r = result(task("a", attempt(0, True, value=0.9, metrics={"cost": 1.0}),
+                    attempt(1, False, value=0.3, metrics={"cost": 2.0}),
+                    attempt(2, stop="error", metrics={"cost": 40.0})),
+               task("b", attempt(0, None, metrics={"cost": 5.0}), attempt(1, True)),
+               task("c", attempt(0, stop="timeout")))
+    grouped = r.by_task
+    assert list(grouped) == ["a", "b", "c"]
+    assert grouped.mean_score == r.mean_score == pytest.approx((0.6 + 1.0) / 2)
+    # c scored nothing: it has no pass rate, rather than a zero one
+    assert grouped.pass_rates() == {"a": 0.5, "b": 1.0}
+    assert grouped.pass_rates() == {t.task_id: t.pass_rate for t in r.tasks
+                                    if t.pass_rate is not None}
+    # over completed attempts (a scorer failure is completed), not the error's 40
+    assert grouped.metric_means("cost") == {"a": 1.5, "b": 5.0}
+    assert grouped.metric_means("tokens") == {}
+    assert TaskAttempts().mean_score is None
+    assert TaskAttempts({"t": [attempt(0, stop="error")]}).mean_score is None
+
+
+def test_merged_attempts_extend_a_task_and_append_a_new_one() -> None:
+    first = TaskAttempts({"a": [attempt(0)], "b": [attempt(0)]})
+    merged = first.merged(TaskAttempts({"c": [attempt(0)], "a": [attempt(1), attempt(2)]}))
+    assert list(merged) == ["a", "b", "c"]
+    assert [x.attempt for x in merged["a"]] == [0, 1, 2]
+    assert [x.attempt for x in first["a"]] == [0]  # the original is left as it was
+
+
+def test_attempts_pair_on_task_and_seed_when_scored_on_both_sides() -> None:
+    def at(i: int, seed: int, passed: bool | None = True,
+           stop: StopReason = "completed") -> AttemptResult:
+        return attempt(i, passed, stop=stop).model_copy(update={"seed": seed})
+
+    a = TaskAttempts({"t": [at(0, 7), at(1, 8), at(2, 9), at(3, 10)],
+                      "u": [at(0, 7, stop="error")], "only_a": [at(0, 7)]})
+    b = TaskAttempts({"only_b": [at(0, 7)], "u": [at(0, 7)],
+                      # seed 9 at index 0: the seed pairs, not the index
+                      "t": [at(0, 9), at(1, 8, None), at(2, 7), at(5, 10)]})
+    pairs = paired_attempts(a, b)
+    assert list(pairs) == ["t", "u"]  # tasks in both, in a's order
+    assert [(x.seed, y.attempt) for x, y in pairs["t"]] == [(7, 2), (9, 0), (10, 5)]
+    assert pairs["u"] == []  # in both, but nothing scored on a's side
 
 
 # -- save and load -------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``forge gate``: the CI gates on a saved result (see :mod:`forge.cigate`).
+"""``forge gate``: the CI gates on a saved result (see :mod:`forge.cigate`), rendered
+by :mod:`forge.report.cigate`.
 
 Exit 0 when every gate passes, 1 when one fails, 2 on bad input: a missing or
 unreadable result, another ``format_version``, an option out of range, or a
@@ -14,8 +15,9 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.cigate import GateOptions, append_step_summary, run_gates, write_junit
+from forge.cigate import GateOptions, run_gates
 from forge.errors import UserError
+from forge.report.cigate import append_step_summary, markdown_summary, write_junit
 from forge.results import load_result
 
 __all__ = ["register"]
@@ -64,7 +66,7 @@ def gate_command(
             write_junit(report, junit)
         except OSError as exc:
             raise UserError(f"--junit: cannot write {junit}: {exc.strerror or exc}") from None
-    markdown = report.markdown()
+    markdown = markdown_summary(report)
     if as_json:
         _print_json(report.as_json())
     else:
