@@ -95,7 +95,8 @@ def read_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: str,
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            # Decoded here: json.loads of bytes would guess UTF-16 from a stray BOM.
+            value = json.loads(raw.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if number >= last:
                 log.warning("%s:%d: ignoring a torn last line", path, number)

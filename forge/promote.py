@@ -49,7 +49,7 @@ from forge.provenance import (
     sidecar_text,
     write_sidecar,
 )
-from forge.records import AnyRecord, CandidateRecord, EndRecord, PromotedMove
+from forge.records import AnyRecord, CandidateRecord, EndRecord, PromotedMove, SplitDelta
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.review import resolve_run
 
@@ -175,10 +175,10 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes)
 
 
-def _test_block(what: str, end: EndRecord, journal: Path) -> dict[str, float | None]:
+def _test_block(what: str, end: EndRecord, journal: Path) -> SplitDelta:
     """The run's start-vs-final comparison on the test split; refuses none, or a loss."""
-    test = end.test.model_dump()
-    delta = end.test.delta
+    test = end.test
+    delta = test.delta
     if delta is None or math.isnan(delta):
         raise PromoteError(f"{what}: refused: the run has no test comparison (the test split "
                            "was not evaluated), so the gain was never checked out of sample",
@@ -255,8 +255,8 @@ def _registry_path(bench: Bench) -> Path:
     return (bench.folder / bench.spec.registry).resolve()
 
 
-def _promote_header(info: RunInfo, moves: list[PromotedMove], test: dict[str, float | None],
-                    target: Path, at: datetime) -> list[str]:
+def _promote_header(info: RunInfo, moves: list[PromotedMove], test: SplitDelta, target: Path,
+                    at: datetime) -> list[str]:
     lines = [f"Written by `forge promote` from run {info.run_id} (bench {info.bench}) at "
              f"{at.isoformat(timespec='seconds')}.",
              "Moves from the previous default, in order:"]
@@ -386,11 +386,10 @@ def _read_bytes(path: Path) -> bytes | None:
         raise PromoteError(f"cannot read: {exc.strerror or exc}", file=path) from None
 
 
-def _test_text(test: dict[str, Any]) -> str:
-    def num(x: Any, sign: bool = False) -> str:
+def _test_text(test: SplitDelta) -> str:
+    def num(x: float | None, sign: bool = False) -> str:
         return "—" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
 
-    ci = ("" if test.get("ci_low") is None or test.get("ci_high") is None
-          else f" (95% CI {num(test['ci_low'], True)} .. {num(test['ci_high'], True)})")
-    return (f"{num(test.get('start'))} -> {num(test.get('final'))}, "
-            f"delta {num(test.get('delta'), True)}{ci}")
+    ci = ("" if test.ci_low is None or test.ci_high is None
+          else f" (95% CI {num(test.ci_low, True)} .. {num(test.ci_high, True)})")
+    return f"{num(test.start)} -> {num(test.final)}, delta {num(test.delta, True)}{ci}"

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from forge._files import atomic_write_text, load_versioned_json
 from forge.errors import PromoteError
 from forge.moves import Move
-from forge.records import PromotedMove
+from forge.records import PromotedMove, SplitDelta
 
 __all__ = [
     "PROVENANCE_FORMAT_VERSION",
@@ -62,7 +62,7 @@ class Promotion(_Strict):
     bench_digest: str
     registry_path: str
     registry_digest: str
-    test: dict[str, float | None] = Field(description="start, final, delta, ci_low, ci_high")
+    test: SplitDelta = Field(description="start, final, delta, ci_low, ci_high on test")
     moves: list[PromotedMove] = Field(min_length=1,
                                       description="from the previous default, in order")
     inverses: list[Move] = Field(description="inverses[i] undoes moves[i]; rollback applies "

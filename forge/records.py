@@ -205,6 +205,11 @@ class SplitDelta(_Delta):
     """Start config against final config on one split (mean scores, the paired delta and
     its 95% bounds); empty (nothing set) when that split was not compared."""
 
+    @property
+    def compared(self) -> bool:
+        """False for the empty block of a split that was not compared."""
+        return bool(self.model_fields_set)
+
     def as_json(self) -> dict[str, Any]:
         """``{start, final, delta, ci_low, ci_high}``, or ``{}`` when not compared."""
         out: dict[str, Any] = self.model_dump(mode="json", exclude_unset=True)

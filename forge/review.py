@@ -37,6 +37,7 @@ from forge.records import (
     PairedStats,
     PromotedMove,
     ProposalInvalidRecord,
+    SplitDelta,
     StartRecord,
     StopRecord,
     TestRecord,
@@ -330,7 +331,7 @@ class RunSummary:
     promotions: int | None = None
     stop_reason: str | None = None
     rollouts_used: int | None = None
-    test: dict[str, Any] | None = None
+    test: SplitDelta | None = None
     problem: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -341,7 +342,8 @@ class RunSummary:
             "created_at": None if self.created_at is None else self.created_at.isoformat(),
             "steps": self.steps, "candidates": self.candidates, "promotions": self.promotions,
             "stop_reason": self.stop_reason, "rollouts_used": self.rollouts_used,
-            "test": self.test, "problem": self.problem})
+            "test": None if self.test is None else self.test.model_dump(mode="json"),
+            "problem": self.problem})
         return out
 
 
@@ -357,7 +359,8 @@ def summarize_run(folder: Path) -> RunSummary:
                           created_at=info.created_at if info else None, problem=str(exc))
     test = None
     if run.test is not None:
-        test = {k: getattr(run.test, k) for k in ("start", "final", "delta", "ci_low", "ci_high")}
+        test = SplitDelta(start=run.test.start, final=run.test.final, delta=run.test.delta,
+                          ci_low=run.test.ci_low, ci_high=run.test.ci_high)
     return RunSummary(run_id=folder.name, folder=folder,
                       status="finished" if run.finished else UNFINISHED,
                       bench=run.info.bench, created_at=run.info.created_at, steps=run.steps,

@@ -108,31 +108,58 @@ class SearchOptions:
                    executor=executor or o.executor)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchOutcome:
-    """What ``forge search --json`` prints (:meth:`as_json`), and the journal's records
-    as written (each line's JSON object), for scripts that want them too."""
+    """A finished search: its ``end`` record, what ``forge search --json`` prints
+    (:meth:`as_json`, a frozen contract), and the journal's records as written (each
+    line's JSON object), for scripts that want them too."""
 
-    run_id: str
-    stop_reason: str
-    steps: int
-    promotions: list[dict[str, Any]]
-    start_config: dict[str, Any]
-    final_config: dict[str, Any]
-    rollouts_used: int
-    dev: dict[str, float | None]
-    val: dict[str, float | None]
-    test: dict[str, float | None]
+    end: EndRecord
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    @classmethod
-    def of(cls, end: EndRecord, records: list[AnyRecord]) -> SearchOutcome:
-        return cls(run_id=end.run_id, stop_reason=end.stop_reason, steps=end.steps,
-                   promotions=[p.model_dump() for p in end.promotions],
-                   start_config=dict(end.start_config), final_config=dict(end.final_config),
-                   rollouts_used=end.rollouts_used, dev=end.dev.as_json(),
-                   val=end.val.as_json(), test=end.test.as_json(),
-                   records=[r.journal_json() for r in records])
+    @property
+    def run_id(self) -> str:
+        return self.end.run_id
+
+    @property
+    def stop_reason(self) -> str:
+        return self.end.stop_reason
+
+    @property
+    def steps(self) -> int:
+        return self.end.steps
+
+    @property
+    def promotions(self) -> list[dict[str, Any]]:
+        """``{step, target, before, after}`` per promotion, in order."""
+        return [p.model_dump() for p in self.end.promotions]
+
+    @property
+    def start_config(self) -> dict[str, Any]:
+        return dict(self.end.start_config)
+
+    @property
+    def final_config(self) -> dict[str, Any]:
+        return dict(self.end.final_config)
+
+    @property
+    def rollouts_used(self) -> int:
+        return self.end.rollouts_used
+
+    @property
+    def dev(self) -> dict[str, Any]:
+        """Start against final on dev: ``{start, final, delta, ci_low, ci_high}``."""
+        return self.end.dev.as_json()
+
+    @property
+    def val(self) -> dict[str, Any]:
+        """As :attr:`dev`, on val; ``{}`` for a bench without a val split."""
+        return self.end.val.as_json()
+
+    @property
+    def test(self) -> dict[str, Any]:
+        """As :attr:`dev`, on test; ``{}`` when the test split was not evaluated."""
+        return self.end.test.as_json()
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
@@ -155,7 +182,7 @@ class _Spent:
     blocks: int
     tasks_screened: int
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, int]:
         return dataclasses.asdict(self)
 
 
@@ -477,7 +504,7 @@ class Search:
                        proposer=proposal.proposer, reason=proposal.reason,
                        incumbent=incumbent.fingerprint)
 
-    def _totals(self) -> dict[str, Any]:
+    def _totals(self) -> dict[str, float]:
         return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
                 "elapsed_s": time.monotonic() - self._t0}
 
@@ -570,7 +597,7 @@ class Search:
             start_config=self.start.values, final_config=final.values,
             rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
             final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
-        return SearchOutcome.of(end, self.records)
+        return SearchOutcome(end, [r.journal_json() for r in self.records])
 
 
 def _two_sided(t: PairedTest) -> float:

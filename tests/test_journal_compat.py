@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from conftest import forget_bench_harness, run_forge, run_forge_json
 
+from forge.records import CandidateRecord, EndRecord, ProposalInvalidRecord, TestRecord
 from forge.registry import load_config, load_registry
-from forge.review import STEP_KEYS
+from forge.review import STEP_KEYS, load_run_records
 
 DATA = Path(__file__).resolve().parent / "data"
 BENCH = DATA / "verdicts"
@@ -89,6 +90,17 @@ def test_the_old_journal_holds_every_kind_and_verdict() -> None:
     assert failed == {"dev", "val", "aux:cost"}
     assert any(r.get("val") for r in candidates) and any(r.get("aux") for r in candidates)
     assert next(r for r in records if r["kind"] == "test")["aux"]
+
+
+def test_the_reader_loads_an_old_journal_into_typed_records(journals: Path) -> None:
+    run = load_run_records(journals / "verdicts")
+    assert run.finished and isinstance(run.end, EndRecord) and isinstance(run.test, TestRecord)
+    assert len(run.candidates) == 7 and all(isinstance(r, CandidateRecord)
+                                            for r in run.candidates)
+    assert [type(r) for r in run.invalid] == [ProposalInvalidRecord]
+    assert run.info.options.proposer == "llm" and len(run.info.options.first_moves) == 3
+    assert run.info.options.proposer_info is not None
+    assert [(p.step, p.target) for p in run.promotions] == [(1, "boost")]
 
 
 def test_journal_show_json_of_an_old_journal_is_what_it_was(

@@ -280,8 +280,8 @@ def test_list_runs_summarizes_every_run_folder_oldest_first(journals: Path) -> N
     assert boost.status == "finished" and boost.bench == "s" and boost.problem is None
     assert (boost.promotions, boost.stop_reason) == (1, load_run_records(
         journals / "boost").stop_reason)
-    assert boost.test is not None and boost.test["delta"] > 0.15
-    assert set(boost.test) == {"start", "final", "delta", "ci_low", "ci_high"}
+    assert boost.test is not None and boost.test.delta is not None and boost.test.delta > 0.15
+    assert set(boost.as_json()["test"]) == {"start", "final", "delta", "ci_low", "ci_high"}
     cut = runs["cut"]
     assert cut.status == "running/interrupted"
     assert cut.stop_reason is None and cut.test is None

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forge.journal import RunOptions
-from forge.records import CandidateRecord, ProposalInvalidRecord
+from forge.records import CandidateRecord, ProposalInvalidRecord, SplitDelta
 from forge.review import (
     UNFINISHED,
     Delta,
@@ -47,11 +47,10 @@ def _when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") + "Z"
 
 
-def _test_text(test: dict[str, Any] | None) -> str:
-    if not test or test.get("delta") is None:
+def _test_text(test: SplitDelta | None) -> str:
+    if test is None or test.delta is None:
         return "—"
-    return (f"{_f(test.get('delta'))}\n{_f(test.get('ci_low'))} .. "
-            f"{_f(test.get('ci_high'))}")
+    return f"{_f(test.delta)}\n{_f(test.ci_low)} .. {_f(test.ci_high)}"
 
 
 def runs_table(runs: list[RunSummary], title: str) -> Table:
@@ -97,13 +96,13 @@ def _options(options: RunOptions) -> str:
     """``run.json`` options on one line; an unset budget and no first moves say nothing."""
     parts = []
     for key, value in options.model_dump(mode="json").items():
-        if key == "budget" and isinstance(value, dict):
-            set_ = {k: v for k, v in value.items() if v is not None}
+        if key == "budget":
+            set_ = options.budget.model_dump(exclude_none=True)
             parts.append("budget " + (" ".join(f"{k}={v}" for k, v in set_.items())
                                       or "unlimited"))
-        elif key == "first_moves" and isinstance(value, list):
-            if value:
-                parts.append(f"first_moves={len(value)}")
+        elif key == "first_moves":
+            if options.first_moves:
+                parts.append(f"first_moves={len(options.first_moves)}")
         else:
             parts.append(f"{key}={value}")
     return " · ".join(parts) or "—"

@@ -77,24 +77,21 @@ class SearchView:
             self._line(f"        · {escape(r.why)}")
 
     def summary(self, outcome: SearchOutcome) -> None:
-        table = Table(title=f"search {outcome.run_id} · {outcome.stop_reason} · "
-                            f"{outcome.steps} steps · {outcome.rollouts_used} rollouts",
-                      title_justify="left")
+        end = outcome.end
+        table = Table(title=f"search {end.run_id} · {end.stop_reason} · {end.steps} steps · "
+                            f"{end.rollouts_used} rollouts", title_justify="left")
         for col in ("split", "start", "final", "Δ", "95% CI"):
             table.add_column(col)
-        for split, block in (("dev", outcome.dev), ("val", outcome.val), ("test", outcome.test)):
-            if not block:
+        for split, block in (("dev", end.dev), ("val", end.val), ("test", end.test)):
+            if not block.compared:
                 continue
-            table.add_row(split, _f(block.get("start"), ".3f"), _f(block.get("final"), ".3f"),
-                          _f(block.get("delta")),
-                          f"{_f(block.get('ci_low'))} .. {_f(block.get('ci_high'))}")
+            table.add_row(split, _f(block.start, ".3f"), _f(block.final, ".3f"),
+                          _f(block.delta), f"{_f(block.ci_low)} .. {_f(block.ci_high)}")
         self.console.print(table)
-        if outcome.promotions:
-            chain = ", ".join(f"{p['target']} {p['before']!r}->{p['after']!r}"
-                              for p in outcome.promotions)
+        if end.promotions:
+            chain = ", ".join(f"{p.target} {p.before!r}->{p.after!r}" for p in end.promotions)
             self._line(f"promoted: {chain}")
         else:
             self._line("promoted: nothing (the start config stands)")
-        changed = {k: v for k, v in outcome.final_config.items()
-                   if outcome.start_config.get(k) != v}
+        changed = {k: v for k, v in end.final_config.items() if end.start_config.get(k) != v}
         self._line(f"final config: {changed or 'unchanged'}")
