@@ -178,8 +178,7 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
         run_id=run_id, bench=bench.name, bench_path=str(bench.path), bench_digest=bench.digest,
         registry_digest=bench.registry.digest, seed=seed, start_config=start.values,
         start_fingerprint=start.fingerprint,
-        options={**options.journal_form(), "proposer": "auto", "first_moves": [],
-                 "concurrency": options.concurrency},
+        options=options.journal_form(proposer="auto", proposer_info=None, first_moves=[]),
         created_at=datetime.now(UTC)))
     proposer = build_proposer("auto", registry=bench.registry, run_dir=folder, seed=seed)
     return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()

@@ -15,10 +15,10 @@ import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from forge.errors import InputFileError
 
@@ -27,6 +27,7 @@ __all__ = [
     "YamlDocument",
     "atomic_write_text",
     "field_path",
+    "load_versioned_json",
     "load_yaml",
     "parse_yaml",
     "raise_validation_error",
@@ -135,6 +136,48 @@ def read_jsonl(path: str | Path, error: type[InputFileError]) -> Iterator[tuple[
                             file=p, line=number) from None
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[InputFileError],
+                        version: int, what: str, missing: str = "file not found") -> _Model:
+    """Read a JSON file forge wrote (``run.json``, a saved result, a provenance sidecar)
+    into ``model``, refusing anything else with one line naming the file and the field.
+
+    The file must be one JSON object whose ``format_version`` is ``version`` (an int:
+    ``true`` is not ``1``); ``what`` names the kind of file in the messages (``not a
+    forge result``, ``damaged run.json: ...``); ``missing`` is the message for an
+    absent file.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(missing, file=p) from None
+    except IsADirectoryError:
+        raise error(f"is a folder; expected a {what} file", file=p) from None
+    except UnicodeDecodeError:
+        raise error("cannot read: not UTF-8", file=p) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    if not isinstance(data, dict) or "format_version" not in data:
+        raise error(f"not a {what} (no format_version)", file=p)
+    found = data["format_version"]
+    if type(found) is not int or found != version:
+        raise error(f"format_version {found!r} is not readable by this forge, which reads "
+                    f"{version}", file=p, field="format_version")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = validation_problem(exc, data=data)
+        raise error(f"damaged {what}: {problem.message}", file=p,
+                    field=problem.field or None) from None
+
+
 def field_path(loc: Sequence[str | int]) -> str:
     """``("settings", "t", "max")`` -> ``settings.t.max``; list indexes as ``[i]``."""
     out = ""
@@ -154,7 +197,7 @@ def raise_validation_error(
     doc: YamlDocument | None = None,
     prefix: Sequence[str | int] = (),
     line: int | None = None,
-) -> None:
+) -> NoReturn:
     """Turn pydantic's first error into one ``error`` line: file, line, field, expectation."""
     problem = validation_problem(exc, data=_at(doc.data, prefix) if doc is not None else None)
     full = [*prefix, *problem.loc]
@@ -165,10 +208,15 @@ def raise_validation_error(
 
 @dataclass(frozen=True)
 class ValidationProblem:
-    """Pydantic's first error as forge words it: the key path and one line of text."""
+    """Pydantic's first error as forge words it: the key path and one line of text.
+
+    ``cause`` is the exception a validator raised, when one did (pydantic keeps it in
+    the error's context): a caller that raises its own kinds can look at it.
+    """
 
     loc: tuple[str | int, ...]
     message: str
+    cause: Exception | None = None
 
     @property
     def field(self) -> str:
@@ -191,7 +239,9 @@ def validation_problem(exc: ValidationError, *, data: Any = None) -> ValidationP
         message = "unknown field"
     elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
         message = f"{message} (got {_short(first['input'])})"
-    return ValidationProblem(tuple(_key_path(first["loc"], data)), message)
+    cause = first.get("ctx", {}).get("error")
+    return ValidationProblem(tuple(_key_path(first["loc"], data)), message,
+                             cause if isinstance(cause, Exception) else None)
 
 
 _UNION_TAGS = {"int", "float", "bool", "enum"}

@@ -48,10 +48,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from forge._digest import canonical_json, file_digest, sha256_hex
-from forge._files import atomic_write_text, validation_problem
+from forge._files import atomic_write_text, load_versioned_json
 from forge.bench import Bench
 from forge.errors import ExportError
 from forge.results import AttemptResult, EvalResult
@@ -309,29 +309,13 @@ def _split_lines(data: bytes) -> list[bytes]:
 def load_sidecar(path: str | Path) -> ExportSidecar:
     """Read a sidecar; missing, malformed or of another version is bad input."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ExportError("no sidecar: expected the .meta.json that forge export sft "
-                          "writes beside the JSONL", file=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExportError(f"cannot read: {exc}", file=p) from None
-    except json.JSONDecodeError as exc:
-        raise ExportError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
-    if not isinstance(data, dict) or data.get("kind") != SIDECAR_KIND:
+    sidecar = load_versioned_json(
+        p, ExportSidecar, error=ExportError, version=SIDECAR_FORMAT_VERSION, what="sidecar",
+        missing="no sidecar: expected the .meta.json that forge export sft writes beside the "
+                "JSONL")
+    if sidecar.kind != SIDECAR_KIND:
         raise ExportError(f"not a forge SFT export sidecar (kind is not {SIDECAR_KIND!r})",
-                          file=p)
-    version = data.get("format_version")
-    if type(version) is not int or version != SIDECAR_FORMAT_VERSION:
-        raise ExportError(f"format_version {version!r} is not readable by this forge, which "
-                          f"reads format_version {SIDECAR_FORMAT_VERSION}", file=p,
-                          field="format_version")
-    try:
-        sidecar = ExportSidecar.model_validate(data)
-    except ValidationError as exc:
-        problem = validation_problem(exc, data=data)
-        raise ExportError(f"damaged sidecar: {problem.message}", file=p,
-                          field=problem.field or None) from None
+                          file=p, field="kind")
     numbers = [line.line for line in sidecar.lines]
     if sidecar.line_count != len(numbers) or numbers != list(range(1, len(numbers) + 1)):
         raise ExportError("damaged sidecar: line_count and lines[].line do not agree",

@@ -1,9 +1,9 @@
 """The search journal: one folder per run, an append-only record of every decision.
 
-``journals/<run-id>/`` holds ``run.json`` (what was searched and how),
-``journal.jsonl`` (one record per event, appended and fsynced before the search
-moves on), ``attempts.jsonl`` (every attempt, see :mod:`forge.store`) and
-``optuna.journal`` (the Optuna study of evaluated configs).
+``journals/<run-id>/`` holds ``run.json`` (:class:`RunInfo`: what was searched and
+how), ``journal.jsonl`` (one record per event, see :mod:`forge.records`, appended and
+fsynced before the search moves on), ``attempts.jsonl`` (every attempt, see
+:mod:`forge.store`) and ``optuna.journal`` (the Optuna study of evaluated configs).
 
 Resume replays: the search runs again from the start with the same seed, served
 from the attempt store, and :class:`JournalWriter` checks that each record it is
@@ -14,30 +14,62 @@ anything new. A run that diverges from its own journal is refused.
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from forge._files import atomic_write_text
-from forge.errors import JournalError, UserError
+from forge._files import atomic_write_text, load_versioned_json
+from forge._jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
+from forge.bench import BudgetSettings
+from forge.errors import JournalError
+from forge.executors import ExecutorSettings
+from forge.moves import Move
+from forge.records import JOURNAL_FORMAT_VERSION, AnyRecord, parse_record
 from forge.secrets import redact
-from forge.store import iter_jsonl_tolerant, truncate_torn_tail
 
 __all__ = [
     "JOURNAL_FORMAT_VERSION",
     "JournalError",
     "JournalWriter",
     "RunInfo",
+    "RunOptions",
     "load_run",
+    "read_journal",
     "read_records",
     "run_dir",
 ]
 
-JOURNAL_FORMAT_VERSION = 1
-_VOLATILE = {"at", "elapsed_s"}  # differ between a run and its replay
+_R = TypeVar("_R", bound=AnyRecord)
+
+
+class RunOptions(BaseModel):
+    """How a run searches (``run.json``'s ``options``); a resume searches the same way."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    max_steps: int
+    patience: int
+    budget: BudgetSettings
+    k: int
+    candidates_per_step: int
+    chunks: int
+    max_blocks: int
+    futility_level: float
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    proposer: str = "auto"
+    #: What the proposer says about itself (the llm proposer: its endpoint and model);
+    #: absent from the file for a proposer that says nothing.
+    proposer_info: dict[str, Any] | None = None
+    first_moves: list[Move] = Field(default_factory=list)
+    concurrency: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if self.proposer_info is None:
+            out.pop("proposer_info", None)
+        return out
 
 
 class RunInfo(BaseModel):
@@ -53,7 +85,7 @@ class RunInfo(BaseModel):
     seed: int
     start_config: dict[str, Any]
     start_fingerprint: str
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: RunOptions
     created_at: datetime
 
 
@@ -66,23 +98,9 @@ def new_run_id(bench: str) -> str:
 
 
 def load_run(folder: Path) -> RunInfo:
-    path = folder / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise JournalError("no such run (run.json not found)", file=path) from None
-    except json.JSONDecodeError as exc:
-        raise JournalError(f"malformed JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    version = data.get("format_version") if isinstance(data, dict) else None
-    if version != JOURNAL_FORMAT_VERSION or isinstance(version, bool):
-        raise JournalError(f"format_version {version!r} is not readable by this forge, which "
-                           f"reads {JOURNAL_FORMAT_VERSION}", file=path, field="format_version")
-    try:
-        return RunInfo.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise JournalError(f"damaged run.json: {first['msg']}", file=path,
-                           field=".".join(str(p) for p in first["loc"])) from None
+    return load_versioned_json(folder / "run.json", RunInfo, error=JournalError,
+                               version=JOURNAL_FORMAT_VERSION, what="run.json",
+                               missing="no such run (run.json not found)")
 
 
 def write_run(folder: Path, info: RunInfo) -> None:
@@ -90,18 +108,22 @@ def write_run(folder: Path, info: RunInfo) -> None:
     atomic_write_text(folder / "run.json", redact(info.model_dump_json(indent=2)) + "\n")
 
 
-def read_records(folder: Path) -> list[dict[str, Any]]:
+def read_journal(folder: Path) -> list[tuple[int, AnyRecord]]:
+    """``(line number, record)`` for each record of the run's ``journal.jsonl``, in order.
+
+    The one reader of journals: a torn last line (a kill mid-write) is skipped; damage
+    elsewhere, a record of another ``format_version`` or one that does not validate
+    raises :class:`JournalError` naming the file and the line.
+    """
     path = folder / "journal.jsonl"
-    if not path.exists():
-        raise JournalError("no journal in this run folder", file=path)
-    try:
-        return list(iter_jsonl_tolerant(path))
-    except ValueError as exc:
-        raise JournalError(str(exc)) from None
+    rows = read_jsonl_tolerant(path, JournalError, what="the journal",
+                               missing="no journal in this run folder")
+    return [(line, parse_record(value, file=path, line=line)) for line, value in rows]
 
 
-def _stable(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k not in _VOLATILE}
+def read_records(folder: Path) -> list[AnyRecord]:
+    """The run's journal records, in order (see :func:`read_journal`)."""
+    return [record for _, record in read_journal(folder)]
 
 
 class JournalWriter:
@@ -109,31 +131,32 @@ class JournalWriter:
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / "journal.jsonl"
-        truncate_torn_tail(self.path)
-        self._existing = read_records(folder) if self.path.exists() else []
+        # Cut first, so that the records replayed are exactly those the file keeps.
+        cut_torn_tail(self.path)
+        self._existing = read_journal(folder) if self.path.exists() else []
         self._position = 0
+        self._out = JsonlAppender(self.path)
 
     @property
     def replaying(self) -> bool:
         return self._position < len(self._existing)
 
-    def write(self, record: dict[str, Any]) -> dict[str, Any]:
+    def write(self, record: _R) -> _R:
         """Append ``record`` (with a timestamp); returns the record as stored."""
-        record = {**record, "at": datetime.now(UTC).isoformat()}
-        # Round-trip through JSON so the comparison sees what a reader would see,
+        stamped = record.model_copy(update={"at": datetime.now(UTC)})
+        # Round-trip through JSON so that the comparison sees what a reader would see,
         # secrets redacted as they are on disk.
-        record = json.loads(redact(json.dumps(record, allow_nan=False, default=str)))
+        data = json.loads(redact(json.dumps(stamped.journal_json(), allow_nan=False)))
+        stored = cast(_R, type(record).model_validate(data))
         if self._position < len(self._existing):
-            old = self._existing[self._position]
-            if _stable(old) != _stable(record):
-                raise UserError(f"{self.path}: resume diverged at record {self._position + 1} "
-                                f"({record.get('kind')}): the bench, its code or forge changed "
-                                "since this run was written")
+            line, old = self._existing[self._position]
+            if old.stable_text() != stored.stable_text():
+                raise JournalError(f"resume diverged at record {self._position + 1} "
+                                   f"({record.kind}): the bench, its code or forge changed "
+                                   "since this run was written", file=self.path, line=line)
             self._position += 1
-            return old
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            return cast(_R, old)  # the same kind: its text is the same
+        with self._out:
+            self._out.append([json.dumps(data, ensure_ascii=False)])
         self._position += 1
-        return record
+        return stored

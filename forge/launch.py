@@ -6,15 +6,15 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from forge.bench import Bench, BudgetSettings, load_bench
-from forge.errors import UserError
+from forge.errors import JournalError, OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import RunInfo, load_run, new_run_id, write_run
 from forge.moves import Move
 from forge.proposers import build_proposer
+from forge.records import AnyRecord
 from forge.registry import Config
 from forge.search import Search, SearchOptions, SearchOutcome
 
@@ -47,7 +47,7 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
                   concurrency: int | None = None, candidates_per_step: int | None = None,
                   run_id: str | None = None, journals: Path = DEFAULT_JOURNALS,
                   first_moves: list[Move] | None = None,
-                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  on_record: Callable[[AnyRecord], None] | None = None,
                   executor: ExecutorSettings | None = None) -> SearchOutcome:
     """A new search run in ``journals/<run-id>/``.
 
@@ -58,10 +58,12 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     start = start or bench.defaults
     run_id = run_id or new_run_id(bench.name)
     if not _RUN_ID.match(run_id):
-        raise UserError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-'")
+        raise OptionError(f"{run_id!r}: use letters, digits, '.', '_' and '-'",
+                          option="--run-id")
     folder = journals / run_id
     if (folder / "run.json").exists():
-        raise UserError(f"{folder}: run {run_id!r} exists; resume it with --resume {run_id}")
+        raise JournalError(f"run {run_id!r} exists; resume it with --resume {run_id}",
+                           file=folder)
     for split in ("dev", "val", "test"):
         bench.tasks(split)  # a search needs all three; refuse before writing anything
     # An executor that cannot start (Ray missing, a non-python harness) is refused
@@ -71,7 +73,7 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     # that cannot start (llm without an endpoint) writes nothing. No I/O without run_dir.
     probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=seed)
     describe = getattr(probe, "journal_form", None)
-    proposer_info = {"proposer_info": describe()} if callable(describe) else {}
+    proposer_info = describe() if callable(describe) else None
     options = _options(bench, max_steps=max_steps, patience=patience,
                        budget_rollouts=budget_rollouts, k=k, seed=seed,
                        concurrency=concurrency, candidates_per_step=candidates_per_step,
@@ -79,16 +81,15 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
                    bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
                    start_config=start.values, start_fingerprint=start.fingerprint,
-                   options={**options.journal_form(), "proposer": proposer, **proposer_info,
-                            "first_moves": [m.model_dump() for m in first_moves or []],
-                            "concurrency": options.concurrency},
+                   options=options.journal_form(proposer=proposer, proposer_info=proposer_info,
+                                                first_moves=list(first_moves or [])),
                    created_at=datetime.now(UTC))
     write_run(folder, info)
     return _run(bench, info, options, folder, on_record)
 
 
 def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
-                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  on_record: Callable[[AnyRecord], None] | None = None,
                   executor: ExecutorSettings | None = None) -> SearchOutcome:
     """Continue a run with the options it was started with; refuses a changed bench.
 
@@ -98,30 +99,27 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
     folder = journals / run_id
     info = load_run(folder)
     bench = load_bench(info.bench_path)
+    # The bench digest covers the registry too: check the registry first, to name it.
     if bench.registry.digest != info.registry_digest:
-        raise UserError(f"cannot resume {run_id}: the registry of {bench.path} changed since "
-                        "the run started")
+        raise JournalError(f"cannot resume {run_id}: the registry of {bench.path} changed "
+                           "since the run started", file=folder / "run.json",
+                           field="registry_digest")
     if bench.digest != info.bench_digest:
-        raise UserError(f"cannot resume {run_id}: the bench {bench.path} (its file, tasks, "
-                        "harness or scorer code) changed since the run started")
-    o = info.options
-    options = SearchOptions(
-        max_steps=o["max_steps"], patience=o["patience"],
-        budget=BudgetSettings.model_validate(o["budget"]), k=o["k"], seed=info.seed,
-        concurrency=o.get("concurrency", bench.spec.rollouts.concurrency),
-        timeout_s=bench.spec.rollouts.timeout_s,
-        candidates_per_step=o["candidates_per_step"], chunks=o["chunks"],
-        max_blocks=o["max_blocks"], futility_level=o["futility_level"],
-        executor=executor or ExecutorSettings(**o.get("executor", {})))
+        raise JournalError(f"cannot resume {run_id}: the bench {bench.path} (its file, tasks, "
+                           "harness or scorer code) changed since the run started",
+                           file=folder / "run.json", field="bench_digest")
+    options = SearchOptions.from_journal(info.options, seed=info.seed,
+                                         concurrency=bench.spec.rollouts.concurrency,
+                                         timeout_s=bench.spec.rollouts.timeout_s,
+                                         executor=executor)
     return _run(bench, info, options, folder, on_record)
 
 
 def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
-         on_record: Callable[[dict[str, Any]], None] | None) -> SearchOutcome:
+         on_record: Callable[[AnyRecord], None] | None) -> SearchOutcome:
     start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
-    proposer = build_proposer(str(info.options.get("proposer", "auto")),
-                              registry=bench.registry, run_dir=folder, seed=info.seed)
-    first = [Move.model_validate(m) for m in info.options.get("first_moves", [])]
+    proposer = build_proposer(info.options.proposer, registry=bench.registry, run_dir=folder,
+                              seed=info.seed)
     search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
-                    first_moves=first, on_record=on_record)
+                    first_moves=list(info.options.first_moves), on_record=on_record)
     return search.run()

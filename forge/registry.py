@@ -30,6 +30,7 @@ from forge._files import (
     load_yaml,
     parse_yaml,
     raise_validation_error,
+    validation_problem,
 )
 from forge.errors import ConfigError, RegistryError
 
@@ -346,10 +347,9 @@ def load_registry(path: str | Path) -> Registry:
     try:
         return Registry.model_validate(doc.data)
     except ValidationError as exc:
-        cause = exc.errors(include_url=False)[0].get("ctx", {}).get("error")
+        cause = validation_problem(exc).cause
         line = doc.line_of(cause.loc) if isinstance(cause, _ReferenceError) else None
         raise_validation_error(exc, error=RegistryError, file=doc.path, doc=doc, line=line)
-        raise  # unreachable; keeps type checkers content
 
 
 def load_config(path: str | Path, registry: Registry) -> Config:

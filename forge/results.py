@@ -7,7 +7,6 @@ as a zero, so a flaky harness cannot pose as a bad config.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -16,9 +15,9 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from forge._files import atomic_write_text, field_path
+from forge._files import atomic_write_text, load_versioned_json
 from forge.errors import ResultFileError
 from forge.harness._base import RunOutput
 from forge.registry import Scalar
@@ -319,25 +318,7 @@ def save_result(result: EvalResult, path: str | Path) -> None:
 
 
 def load_result(path: str | Path) -> EvalResult:
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultFileError("file not found", file=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultFileError(f"cannot read: {exc}", file=p) from None
-    except json.JSONDecodeError as exc:
-        raise ResultFileError(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
-    if not isinstance(data, dict) or "format_version" not in data:
-        raise ResultFileError("not a forge result (no format_version)", file=p)
-    version = data["format_version"]
-    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
-        raise ResultFileError(f"format_version {version!r} is not readable by this forge, "
-                              f"which reads format_version {FORMAT_VERSION}", file=p,
-                              field="format_version")
-    try:
-        return EvalResult.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise ResultFileError(f"damaged result: {first['msg']}", file=p,
-                              field=field_path(first["loc"])) from None
+    """A result saved by :func:`save_result`; another ``format_version``, a damaged file or
+    one that is not a result raises :class:`ResultFileError` naming the file and field."""
+    return load_versioned_json(path, EvalResult, error=ResultFileError,
+                               version=FORMAT_VERSION, what="forge result")

@@ -10,9 +10,9 @@ Three levels, from cheap to detailed:
 - :func:`list_runs` summarizes every run folder under a journals root, one
   :class:`RunSummary` each, and never raises for one bad folder: the problem is
   put on that folder's summary so the other runs still show.
-- :func:`load_run_records` reads one run into :class:`RunRecords`, its records
-  split by kind (``start``, ``candidate``, ``proposal_invalid``, ``stop``, ``test``,
-  ``end``).
+- :func:`load_run_records` reads one run into :class:`RunRecords`, its typed
+  records (:mod:`forge.records`) split by kind (``start``, ``candidate``,
+  ``proposal_invalid``, ``stop``, ``test``, ``end``).
 - :func:`step_records` gives the candidate records in the shape that
   ``forge journal show RUN --json`` promises (DESIGN.md, CLI); :func:`dev_delta`,
   :func:`val_delta`, :func:`aux_changes` and :func:`failing_gates` pick out what a
@@ -22,13 +22,26 @@ Three levels, from cheap to detailed:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from forge.errors import JournalError
 from forge.journal import RunInfo, load_run, read_records
+from forge.records import (
+    CandidateRecord,
+    EndRecord,
+    Gate,
+    PairedStats,
+    PromotedMove,
+    ProposalInvalidRecord,
+    SplitDelta,
+    StartRecord,
+    StopRecord,
+    TestRecord,
+)
 
 __all__ = [
     "STEP_KEYS",
@@ -55,6 +68,10 @@ STEP_KEYS = ("step", "move", "inverse", "proposer", "reason", "verdict", "rollou
 #: A run without an ``end`` record: still running, or killed (and resumable).
 UNFINISHED = "running/interrupted"
 
+#: Record fields ``step_records`` leaves out: every step is a candidate, and the version
+#: is the file's business (a journal of before issue 13 has none).
+_NOT_SHOWN = ("kind", "format_version")
+
 
 # -- one run ---------------------------------------------------------------------------
 
@@ -69,16 +86,14 @@ class RunRecords:
 
     folder: Path
     info: RunInfo
-    start: dict[str, Any] | None = None
-    candidates: list[dict[str, Any]] = field(default_factory=list)
+    start: StartRecord | None = None
+    candidates: list[CandidateRecord] = field(default_factory=list)
     #: ``proposal_invalid`` records: what a proposer refused to offer (an LLM's unusable
     #: reply), with its reason; they are not steps of the ``--json`` contract.
-    invalid: list[dict[str, Any]] = field(default_factory=list)
-    stop: dict[str, Any] | None = None
-    test: dict[str, Any] | None = None
-    end: dict[str, Any] | None = None
-    #: Records of kinds this forge does not know, kept so that nothing read is dropped.
-    other: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[ProposalInvalidRecord] = field(default_factory=list)
+    stop: StopRecord | None = None
+    test: TestRecord | None = None
+    end: EndRecord | None = None
 
     @property
     def run_id(self) -> str:
@@ -93,44 +108,44 @@ class RunRecords:
     @property
     def steps(self) -> int:
         """Steps taken: from the ``end``/``stop`` record, else the last step journaled."""
-        for record, key in ((self.end, "steps"), (self.stop, "step")):
-            if record is not None and isinstance(record.get(key), int):
-                return int(record[key])
-        return max((int(r["step"]) for r in (*self.candidates, *self.invalid)
-                    if isinstance(r.get("step"), int)), default=0)
+        if self.end is not None:
+            return self.end.steps
+        if self.stop is not None:
+            return self.stop.step
+        return max([r.step for r in self.candidates] + [r.step for r in self.invalid],
+                   default=0)
 
     @property
-    def promotions(self) -> list[dict[str, Any]]:
-        """``{step, target, before, after}`` per promotion, in order.
+    def promotions(self) -> list[PromotedMove]:
+        """Each promotion, in order.
 
         Read from the candidate records rather than the ``end`` record, so that an
         interrupted run shows the promotions it made before it stopped.
         """
-        return [{"step": r.get("step"), **_move(r.get("move"))}
-                for r in self.candidates if r.get("verdict") == "promoted"]
+        return [PromotedMove.of(r.step, r.move) for r in self.candidates
+                if r.verdict == "promoted"]
 
     @property
     def stop_reason(self) -> str | None:
         """Why the search stopped (``max_steps``, ``patience``, ...); None until it has."""
-        for record, key in ((self.end, "stop_reason"), (self.stop, "reason")):
-            if record is not None and record.get(key):
-                return str(record[key])
-        return None
+        if self.end is not None:
+            return self.end.stop_reason
+        return None if self.stop is None else self.stop.reason
 
     @property
     def rollouts_used(self) -> int | None:
         """Rollouts spent: the ``end`` total (test split included) or the latest running
         total a record carries (None before the ``start`` record)."""
-        if self.end is not None and isinstance(self.end.get("rollouts_used"), int):
-            return int(self.end["rollouts_used"])
-        totals = [r["rollouts_total"] for r in (self.start, *self.candidates, self.stop)
-                  if r is not None and isinstance(r.get("rollouts_total"), int)]
+        if self.end is not None:
+            return self.end.rollouts_used
+        totals = [r.rollouts_total for r in (self.start, *self.candidates, self.stop)
+                  if r is not None and r.rollouts_total is not None]
         return totals[-1] if totals else None
 
     @property
     def saved_by_racing(self) -> int:
         """Rollouts racing did not have to spend, summed over every screened candidate."""
-        return sum(int(r.get("saved_by_racing") or 0) for r in self.candidates)
+        return sum(r.saved_by_racing or 0 for r in self.candidates)
 
 
 def resolve_run(run: str, journals: Path) -> Path:
@@ -147,7 +162,7 @@ def resolve_run(run: str, journals: Path) -> Path:
     if (as_path / "run.json").is_file():
         return as_path
     raise JournalError(f"no run {run!r}: neither {by_id} nor {as_path} is a run folder "
-                       "(no run.json)")
+                       "(run.json not found)")
 
 
 def load_run_records(folder: Path) -> RunRecords:
@@ -159,43 +174,27 @@ def load_run_records(folder: Path) -> RunRecords:
     its first record only after evaluating the start config.
     """
     info = load_run(folder)
-    try:
-        records = read_records(folder) if (folder / "journal.jsonl").exists() else []
-    except OSError as exc:  # e.g. unreadable, or a folder where the file should be
-        raise JournalError(f"cannot read the journal: {exc.strerror or exc}",
-                           file=folder / "journal.jsonl") from None
-    split: dict[str, Any] = {"start": None, "stop": None, "test": None, "end": None}
-    candidates: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    other: list[dict[str, Any]] = []
-    for record in records:
-        kind = record.get("kind")
-        if kind == "candidate":
-            candidates.append(record)
-        elif kind == "proposal_invalid":
-            invalid.append(record)
-        elif kind in split and isinstance(kind, str):
-            split[kind] = record  # one of each in a run; the last one wins if not
-        else:
-            other.append(record)
-    return RunRecords(folder=folder, info=info, candidates=candidates, invalid=invalid,
-                      other=other, **split)
+    records = read_records(folder) if (folder / "journal.jsonl").exists() else []
+    candidates = [r for r in records if isinstance(r, CandidateRecord)]
+    invalid = [r for r in records if isinstance(r, ProposalInvalidRecord)]
+    # One of each in a run; the last one wins if not.
+    start = _last(records, StartRecord)
+    stop = _last(records, StopRecord)
+    test = _last(records, TestRecord)
+    end = _last(records, EndRecord)
+    return RunRecords(folder=folder, info=info, start=start, candidates=candidates,
+                      invalid=invalid, stop=stop, test=test, end=end)
+
+
+_K = TypeVar("_K")
+
+
+def _last(records: Sequence[object], kind: type[_K]) -> _K | None:
+    found = [r for r in records if isinstance(r, kind)]
+    return found[-1] if found else None
 
 
 # -- the --json contract ---------------------------------------------------------------
-
-
-def _move(value: Any) -> dict[str, Any]:
-    """``{target, before, after}`` from a record's move (absent parts are None)."""
-    move = value if isinstance(value, dict) else {}
-    return {"target": move.get("target"), "before": move.get("before"),
-            "after": move.get("after")}
-
-
-def _gates(value: Any) -> list[dict[str, Any]]:
-    gates = value if isinstance(value, list) else []
-    return [{"name": str(g.get("name", "")), "passed": bool(g.get("passed")),
-             "reason": str(g.get("reason", ""))} for g in gates if isinstance(g, dict)]
 
 
 def step_records(run: RunRecords) -> list[dict[str, Any]]:
@@ -208,11 +207,13 @@ def step_records(run: RunRecords) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for r in run.candidates:
-        step = {"step": r.get("step"), "move": _move(r.get("move")),
-                "inverse": _move(r.get("inverse")), "proposer": r.get("proposer"),
-                "reason": r.get("reason"), "verdict": r.get("verdict"),
-                "rollouts": int(r.get("rollouts") or 0), "gates": _gates(r.get("gates"))}
-        step.update({k: v for k, v in r.items() if k not in step and k != "kind"})
+        step: dict[str, Any] = {
+            "step": r.step, "move": r.move.model_dump(mode="json"),
+            "inverse": r.inverse.model_dump(mode="json"), "proposer": r.proposer,
+            "reason": r.reason, "verdict": r.verdict, "rollouts": r.rollouts or 0,
+            "gates": [g.model_dump(mode="json") for g in r.gates]}
+        step.update({k: v for k, v in r.journal_json().items()
+                     if k not in step and k not in _NOT_SHOWN})
         out.append(json_safe(step))
     return out
 
@@ -249,32 +250,24 @@ class Delta:
     stage: str
 
 
-def _delta(block: Any, stage: str) -> Delta | None:
-    if not isinstance(block, dict) or not isinstance(block.get("effect"), int | float):
+def _delta(block: PairedStats | None, stage: str) -> Delta | None:
+    if block is None:
         return None
-    return Delta(effect=float(block["effect"]), ci_low=_num(block.get("ci_low")),
-                 ci_high=_num(block.get("ci_high")), p_value=_num(block.get("p_value")),
-                 n_tasks=block.get("n_tasks") if isinstance(block.get("n_tasks"), int) else None,
-                 stage=stage)
+    return Delta(effect=float(block.effect), ci_low=block.ci_low, ci_high=block.ci_high,
+                 p_value=block.p_value, n_tasks=block.n_tasks, stage=stage)
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
-
-
-def dev_delta(record: dict[str, Any]) -> Delta | None:
+def dev_delta(record: CandidateRecord) -> Delta | None:
     """The confirmation effect when the candidate was confirmed, else its screening effect
     (None for a move that was never evaluated)."""
-    dev = record.get("dev")
-    if not isinstance(dev, dict):
+    if record.dev is None:
         return None
-    return _delta(dev.get("confirm"), "confirm") or _delta(dev.get("screen"), "screen")
+    return _delta(record.dev.confirm, "confirm") or _delta(record.dev.screen, "screen")
 
 
-def val_delta(record: dict[str, Any]) -> Delta | None:
+def val_delta(record: CandidateRecord) -> Delta | None:
     """The val non-inferiority test, when val was opened for this candidate."""
-    return _delta(record.get("val"), "val")
+    return _delta(record.val, "val")
 
 
 @dataclass(frozen=True)
@@ -297,31 +290,19 @@ class AuxChange:
         return None if self.before == 0 else self.change / abs(self.before)
 
 
-def aux_changes(record: dict[str, Any]) -> list[AuxChange]:
+def aux_changes(record: CandidateRecord) -> list[AuxChange]:
     """The auxiliary metrics a confirmed candidate journaled, in journal order.
 
     Candidates refused before confirmation carry no ``aux`` block (their aux gate's
-    reason says what broke); they give [].
+    reason says what broke); they give [], as does a metric one config did not report.
     """
-    aux = record.get("aux")
-    if not isinstance(aux, dict):
-        return []
-    out = []
-    for metric, details in aux.items():
-        if not isinstance(details, dict):
-            continue
-        before, after = _num(details.get("before")), _num(details.get("after"))
-        if before is None or after is None:
-            continue
-        direction = details.get("direction")
-        out.append(AuxChange(str(metric), before, after,
-                             direction if isinstance(direction, str) else None))
-    return out
+    return [AuxChange(metric, float(d.before), float(d.after), d.direction)
+            for metric, d in record.aux.items() if d.before is not None and d.after is not None]
 
 
-def failing_gates(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The gates this candidate failed, ``{name, passed, reason}`` each, in journal order."""
-    return [g for g in _gates(record.get("gates")) if not g["passed"]]
+def failing_gates(record: CandidateRecord) -> list[Gate]:
+    """The gates this candidate failed, in journal order."""
+    return [g for g in record.gates if not g.passed]
 
 
 # -- every run -------------------------------------------------------------------------
@@ -350,7 +331,7 @@ class RunSummary:
     promotions: int | None = None
     stop_reason: str | None = None
     rollouts_used: int | None = None
-    test: dict[str, Any] | None = None
+    test: SplitDelta | None = None
     problem: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -361,7 +342,8 @@ class RunSummary:
             "created_at": None if self.created_at is None else self.created_at.isoformat(),
             "steps": self.steps, "candidates": self.candidates, "promotions": self.promotions,
             "stop_reason": self.stop_reason, "rollouts_used": self.rollouts_used,
-            "test": self.test, "problem": self.problem})
+            "test": None if self.test is None else self.test.model_dump(mode="json"),
+            "problem": self.problem})
         return out
 
 
@@ -377,7 +359,8 @@ def summarize_run(folder: Path) -> RunSummary:
                           created_at=info.created_at if info else None, problem=str(exc))
     test = None
     if run.test is not None:
-        test = {k: run.test.get(k) for k in ("start", "final", "delta", "ci_low", "ci_high")}
+        test = SplitDelta(start=run.test.start, final=run.test.final, delta=run.test.delta,
+                          ci_low=run.test.ci_low, ci_high=run.test.ci_high)
     return RunSummary(run_id=folder.name, folder=folder,
                       status="finished" if run.finished else UNFINISHED,
                       bench=run.info.bench, created_at=run.info.created_at, steps=run.steps,

@@ -12,6 +12,7 @@ incumbent are each evaluated once on the test split.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import math
@@ -19,18 +20,38 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, BudgetSettings
 from forge.executors import ExecutorSettings
 from forge.gates import GateResult, aux_gate, dev_gate, floor_gate, score_deltas, val_gate
-from forge.journal import JournalError, JournalWriter
+from forge.journal import JournalWriter, RunOptions
 from forge.moves import Move, apply_move, neighbourhood
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
 from forge.racing import screen
+from forge.records import (
+    AnyRecord,
+    AuxCheck,
+    AuxDetails,
+    CandidateRecord,
+    ConfirmBlock,
+    DevBlock,
+    EndRecord,
+    Gate,
+    PromotedMove,
+    ProposalInvalidRecord,
+    ScreenBlock,
+    SplitDelta,
+    StartRecord,
+    StopReason,
+    StopRecord,
+    TestRecord,
+    ValBlock,
+)
 from forge.registry import Config
 from forge.results import TaskAttempts
 from forge.stats import PairedTest, paired_test, spent_alpha
@@ -40,6 +61,8 @@ from forge.task import Task
 __all__ = ["Search", "SearchOptions", "SearchOutcome"]
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R", bound=AnyRecord)
 
 
 @dataclass(frozen=True)
@@ -63,27 +86,81 @@ class SearchOptions:
     # not need the same one, but it uses the journaled one unless told otherwise.
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
 
-    def journal_form(self) -> dict[str, Any]:
-        return {"max_steps": self.max_steps, "patience": self.patience,
-                "budget": self.budget.model_dump(), "k": self.k,
-                "candidates_per_step": self.candidates_per_step, "chunks": self.chunks,
-                "max_blocks": self.max_blocks, "futility_level": self.futility_level,
-                "executor": self.executor.journal_form()}
+    def journal_form(self, *, proposer: str, proposer_info: dict[str, Any] | None,
+                     first_moves: list[Move]) -> RunOptions:
+        """The options as ``run.json`` keeps them, with the proposer's description."""
+        return RunOptions(max_steps=self.max_steps, patience=self.patience,
+                          budget=self.budget, k=self.k,
+                          candidates_per_step=self.candidates_per_step, chunks=self.chunks,
+                          max_blocks=self.max_blocks, futility_level=self.futility_level,
+                          executor=self.executor, proposer=proposer,
+                          proposer_info=proposer_info, first_moves=first_moves,
+                          concurrency=self.concurrency)
+
+    @classmethod
+    def from_journal(cls, o: RunOptions, *, seed: int, concurrency: int, timeout_s: float,
+                     executor: ExecutorSettings | None = None) -> SearchOptions:
+        """The options a run was started with, for its resume; ``concurrency`` is used
+        where the run did not journal one, ``executor`` instead of the journaled one."""
+        return cls(max_steps=o.max_steps, patience=o.patience, budget=o.budget, k=o.k,
+                   seed=seed, concurrency=o.concurrency or concurrency, timeout_s=timeout_s,
+                   candidates_per_step=o.candidates_per_step, chunks=o.chunks,
+                   max_blocks=o.max_blocks, futility_level=o.futility_level,
+                   executor=executor or o.executor)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchOutcome:
-    run_id: str
-    stop_reason: str
-    steps: int
-    promotions: list[dict[str, Any]]
-    start_config: dict[str, Any]
-    final_config: dict[str, Any]
-    rollouts_used: int
-    dev: dict[str, float | None]
-    val: dict[str, float | None]
-    test: dict[str, float | None]
+    """A finished search: its ``end`` record, what ``forge search --json`` prints
+    (:meth:`as_json`, a frozen contract), and the journal's records as written (each
+    line's JSON object), for scripts that want them too."""
+
+    end: EndRecord
     records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.end.run_id
+
+    @property
+    def stop_reason(self) -> str:
+        return self.end.stop_reason
+
+    @property
+    def steps(self) -> int:
+        return self.end.steps
+
+    @property
+    def promotions(self) -> list[dict[str, Any]]:
+        """``{step, target, before, after}`` per promotion, in order."""
+        return [p.model_dump() for p in self.end.promotions]
+
+    @property
+    def start_config(self) -> dict[str, Any]:
+        return dict(self.end.start_config)
+
+    @property
+    def final_config(self) -> dict[str, Any]:
+        return dict(self.end.final_config)
+
+    @property
+    def rollouts_used(self) -> int:
+        return self.end.rollouts_used
+
+    @property
+    def dev(self) -> dict[str, Any]:
+        """Start against final on dev: ``{start, final, delta, ci_low, ci_high}``."""
+        return self.end.dev.as_json()
+
+    @property
+    def val(self) -> dict[str, Any]:
+        """As :attr:`dev`, on val; ``{}`` for a bench without a val split."""
+        return self.end.val.as_json()
+
+    @property
+    def test(self) -> dict[str, Any]:
+        """As :attr:`dev`, on test; ``{}`` when the test split was not evaluated."""
+        return self.end.test.as_json()
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
@@ -92,22 +169,39 @@ class SearchOutcome:
                 "dev": self.dev, "val": self.val, "test": self.test}
 
 
+#: The fields of every candidate record of one proposal; called with the rest.
+_CandidateHead = partial[CandidateRecord]
+
+
+@dataclass(frozen=True)
+class _Spent:
+    """What screening a candidate cost, as its records journal it."""
+
+    rollouts: int
+    saved_by_racing: int
+    reused: int
+    blocks: int
+    tasks_screened: int
+
+    def fields(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
 @dataclass
 class _Screened:
     """A candidate that passed screening and waits for (or gives way to) confirmation."""
 
     proposal: Proposal
     candidate: Config
-    base: dict[str, Any]
-    screen_info: dict[str, Any]
-    cost: dict[str, Any]
+    head: _CandidateHead
+    screen: ScreenBlock
+    spent: _Spent
     test: PairedTest
 
     def skip(self, search: Search, why: str) -> None:
-        search._emit({**self.base, "verdict": "skipped",
-                      "candidate": self.candidate.fingerprint,
-                      "dev": {"screen": self.screen_info}, **self.cost, "gates": [],
-                      "why": why, **search._totals()})
+        search._emit(self.head(verdict="skipped", candidate=self.candidate.fingerprint,
+                               dev=DevBlock(screen=self.screen), **self.spent.fields(),
+                               gates=[], why=why, **search._totals()))
 
 
 STOP_TEXT = {
@@ -125,7 +219,7 @@ class Search:
 
     def __init__(self, bench: Bench, start: Config, proposer: Proposer, options: SearchOptions,
                  *, run_id: str, folder: Path, first_moves: list[Move] | None = None,
-                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_record: Callable[[AnyRecord], None] | None = None) -> None:
         self.bench = bench
         self.start = start
         self.proposer = proposer
@@ -135,7 +229,7 @@ class Search:
         self.first_moves = list(first_moves or [])
         self.on_record = on_record
         self.journal = JournalWriter(folder)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[AnyRecord] = []
         self._t0 = time.monotonic()
         self._confirmations = 0  # since the last promotion: indexes the spending sequence
         self._segment = 0  # promotions so far: each segment confirms on fresh seeds
@@ -146,7 +240,7 @@ class Search:
 
     # -- plumbing -----------------------------------------------------------------------
 
-    def _emit(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _emit(self, record: _R) -> _R:
         stored = self.journal.write(record)
         self.records.append(stored)
         if self.on_record is not None:
@@ -160,11 +254,12 @@ class Search:
     def _tasks(self, split: str) -> list[Task]:
         return self.bench.tasks(split)
 
-    def _get(self, config: Config, split: str, stream: str, blocks: int = 1) -> TaskAttempts:
+    def _get(self, config: Config, split: str, stream: str,
+             blocks: int = 1) -> TaskAttempts:
         k = self.options.k
         return self.rollouts.get(config, split, stream, self._tasks(split), range(k * blocks))
 
-    def _budget_stop(self) -> str | None:
+    def _budget_stop(self) -> StopReason | None:
         b = self.options.budget
         if self._out_of_budget or (b.rollouts is not None and self.rollouts.used >= b.rollouts):
             return "budget_rollouts"
@@ -178,17 +273,16 @@ class Search:
         b = self.options.budget
         return None if b.rollouts is None else max(0, b.rollouts - self.rollouts.used)
 
-    def _compare(self, before: TaskAttempts, after: TaskAttempts) -> PairedTest:
+    def _compare(self, before: TaskAttempts,
+                 after: TaskAttempts) -> PairedTest:
         # alpha 0.025 per side: the reported bounds form a 95% two-sided interval.
         return paired_test(list(score_deltas(before, after).values()), alpha=0.025)
 
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> SearchOutcome:
-        try:
-            store = AttemptStore(self.folder / "attempts.jsonl")
-        except ValueError as exc:  # a damaged line mid-file: not something to run over
-            raise JournalError(f"{exc}; the run's attempt store is damaged") from None
+        # A damaged line mid-file raises JournalError: not something to run over.
+        store = AttemptStore(self.folder / "attempts.jsonl")
         executor = self.bench.open_executor(self.options.executor)
         loop = asyncio.new_event_loop()
         harness = self.bench.build_harness()
@@ -217,24 +311,24 @@ class Search:
                                    math.nan if start_mean is None else start_mean,
                                    len(start_dev))]
         self.proposer.observe(incumbent, history[0].dev_mean)
-        self._emit({"kind": "start", "config": incumbent.values,
-                    "fingerprint": incumbent.fingerprint, "dev_mean": start_dev.mean_score,
-                    "val_mean": start_val.mean_score if start_val else None,
-                    "rollouts_total": self.rollouts.used})
+        self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
+                               dev_mean=start_dev.mean_score,
+                               val_mean=start_val.mean_score if start_val else None,
+                               rollouts_total=self.rollouts.used))
         tried: set[tuple[str, str]] = set()
-        promotions: list[dict[str, Any]] = []
+        promotions: list[PromotedMove] = []
         step = 0
         since_promotion = 0
         order = self._tasks("dev")[:]
         self._rng("dev-order").shuffle(order)
-        stop_reason = ""
+        stop_reason: StopReason | None = None
         while True:
             if step >= opts.max_steps:
                 stop_reason = "max_steps"
             elif since_promotion >= opts.patience:
                 stop_reason = "patience"
             else:
-                stop_reason = self._budget_stop() or ""
+                stop_reason = self._budget_stop()
             untried = [m for m in neighbourhood(registry, incumbent)
                        if (incumbent.fingerprint,
                            apply_move(registry, incumbent, m).fingerprint) not in tried]
@@ -247,14 +341,12 @@ class Search:
             promoted = self._step(step, incumbent, proposals, untried, order, tried, history)
             if promoted is not None:
                 move, incumbent = promoted
-                promotions.append({"step": step, "target": move.target, "before": move.before,
-                                   "after": move.after})
+                promotions.append(PromotedMove.of(step, move))
                 since_promotion = 0
             else:
                 since_promotion += 1
-        self._emit({"kind": "stop", "reason": stop_reason, "text": STOP_TEXT[stop_reason],
-                    "step": step, "rollouts_total": self.rollouts.used,
-                    "cost_total": self.rollouts.cost})
+        self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=step,
+                              rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
         return self._finish(stop_reason, step, promotions, incumbent, start_dev, start_val)
 
     def _proposals(self, step: int, incumbent: Config, untried: list[Move],
@@ -272,8 +364,9 @@ class Search:
         # each refusal is journaled as a record of its own, and the step goes on.
         drain = getattr(self.proposer, "drain_rejections", None)
         for item in drain() if callable(drain) else []:
-            self._emit({"proposer": self.proposer.name, **item, "kind": "proposal_invalid",
-                        "step": step, "incumbent": incumbent.fingerprint})
+            self._emit(ProposalInvalidRecord.model_validate(
+                {"proposer": self.proposer.name, **item, "step": step,
+                 "incumbent": incumbent.fingerprint}))
         if not offered:  # a proposer with nothing to say falls back to the neighbourhood
             rest = untried[:]
             self._rng("fallback", step).shuffle(rest)
@@ -294,22 +387,22 @@ class Search:
         gates = self.bench.spec.gates
         passing: list[_Screened] = []
         for proposal in proposals:
-            base = self._base_record(step, incumbent, proposal)
+            head = self._candidate_head(step, incumbent, proposal)
             try:
                 candidate = apply_move(self.bench.registry, incumbent, proposal.move)
             except Exception as exc:  # an illegal proposal is journaled, never applied
-                self._emit({**base, "verdict": "rejected", "gates": [
-                    {"name": "legal", "passed": False, "reason": str(exc)}]})
+                self._emit(head(verdict="rejected", gates=[
+                    Gate(name="legal", passed=False, reason=str(exc))]))
                 continue
             if proposal.move not in neighbourhood(self.bench.registry, incumbent):
                 # Legal but more than one step: the one-move rule keeps causes single.
-                self._emit({**base, "verdict": "rejected", "gates": [
-                    {"name": "legal", "passed": False, "reason": f"{proposal.move} is not a "
-                     "neighbour of the incumbent (one step of one setting)"}]})
+                self._emit(head(verdict="rejected", gates=[
+                    Gate(name="legal", passed=False, reason=f"{proposal.move} is not a "
+                         "neighbour of the incumbent (one step of one setting)")]))
                 continue
             if proposal.move not in untried:
-                self._emit({**base, "verdict": "skipped", "candidate": candidate.fingerprint,
-                            "gates": [], "why": "already tried against this incumbent"})
+                self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
+                                why="already tried against this incumbent"))
                 continue
             used_before = self.rollouts.used
             outcome = screen(self.rollouts, incumbent, candidate, order, k=opts.k,
@@ -321,12 +414,12 @@ class Search:
                 history.append(EvaluatedConfig(candidate.values, candidate.fingerprint, mean,
                                                outcome.tasks_seen))
                 self.proposer.observe(candidate, mean)
-            cost = {"rollouts": self.rollouts.used - used_before,
-                    "saved_by_racing": outcome.saved_by_racing, "reused": outcome.reused,
-                    "blocks": outcome.blocks, "tasks_screened": outcome.tasks_seen}
-            screen_info = {"status": outcome.status, **outcome.test.as_dict()}
+            spent = _Spent(rollouts=self.rollouts.used - used_before,
+                           saved_by_racing=outcome.saved_by_racing, reused=outcome.reused,
+                           blocks=outcome.blocks, tasks_screened=outcome.tasks_seen)
+            screened = ScreenBlock.of(outcome.status, outcome.test)
             if outcome.status == "pass":
-                passing.append(_Screened(proposal, candidate, base, screen_info, cost,
+                passing.append(_Screened(proposal, candidate, head, screened, spent,
                                          outcome.test))
                 continue
             tried.add((incumbent.fingerprint, candidate.fingerprint))
@@ -334,12 +427,12 @@ class Search:
                    "fail": "no significant dev improvement on screening seeds",
                    "budget": "budget spent during screening"}[outcome.status]
             verdict = "skipped" if outcome.status == "budget" else "rejected"
-            self._emit({**base, "verdict": verdict, "candidate": candidate.fingerprint,
-                        "dev": {"screen": screen_info}, **cost, "gates": [
-                            {"name": "dev", "passed": False,
-                             "reason": f"{why}: screen {outcome.test.effect:+.3f}, "
-                                       f"p={outcome.test.p_value:.3g}"}],
-                        **self._totals()})
+            self._emit(head(verdict=verdict, candidate=candidate.fingerprint,
+                            dev=DevBlock(screen=screened), **spent.fields(), gates=[
+                                Gate(name="dev", passed=False,
+                                     reason=f"{why}: screen {outcome.test.effect:+.3f}, "
+                                            f"p={outcome.test.p_value:.3g}")],
+                            **self._totals()))
             if outcome.status == "budget":
                 self._out_of_budget = True
                 return None
@@ -362,8 +455,7 @@ class Search:
             item.skip(self, f"passed screening; the stronger {best.proposal.move} was "
                             "confirmed first")
         tried.add((incumbent.fingerprint, best.candidate.fingerprint))
-        return self._confirm(step, incumbent, best.candidate, best.proposal, best.base,
-                             best.screen_info, best.cost, best.test)
+        return self._confirm(step, incumbent, best)
 
     def _aux_prescreen(self, incumbent: Config, item: _Screened, order: list[Task],
                        tried: set[tuple[str, str]]) -> bool:
@@ -371,7 +463,7 @@ class Search:
         auxiliary tolerance: a confirmation would spend a level of the error budget on
         a candidate the same gate would refuse. Only selection reads screening data,
         so this costs the confirmation's guarantee nothing."""
-        attempts = range(self.options.k * int(item.cost["blocks"]))
+        attempts = range(self.options.k * item.spent.blocks)
         inc = self.rollouts.peek(incumbent, "dev", order, attempts)
         cand = self.rollouts.peek(item.candidate, "dev", order, attempts)
         failed = [g for name, spec in self.bench.spec.metrics.items()
@@ -379,13 +471,12 @@ class Search:
         if not failed:
             return True
         tried.add((incumbent.fingerprint, item.candidate.fingerprint))
-        self._emit({**item.base, "verdict": "rejected", "candidate": item.candidate.fingerprint,
-                    "dev": {"screen": item.screen_info}, **item.cost,
-                    "gates": [{"name": g.name, "passed": False,
-                               "reason": f"{g.reason} (on the screening seeds)"}
-                              for g in failed],
-                    "why": "passed dev screening but breaks an auxiliary tolerance; "
-                           "not worth a confirmation", **self._totals()})
+        self._emit(item.head(verdict="rejected", candidate=item.candidate.fingerprint,
+                             dev=DevBlock(screen=item.screen), **item.spent.fields(),
+                             gates=[Gate.of(g, reason=f"{g.reason} (on the screening seeds)")
+                                    for g in failed],
+                             why="passed dev screening but breaks an auxiliary tolerance; "
+                                 "not worth a confirmation", **self._totals()))
         return False
 
     def _confirm_cost(self, incumbent: Config, candidate: Config) -> int:
@@ -399,23 +490,22 @@ class Search:
                         for c in (incumbent, candidate))
         return need
 
-    def _base_record(self, step: int, incumbent: Config, proposal: Proposal) -> dict[str, Any]:
+    def _candidate_head(self, step: int, incumbent: Config, proposal: Proposal
+                        ) -> _CandidateHead:
         move = proposal.move
-        return {"kind": "candidate", "step": step,
-                "move": {"target": move.target, "before": move.before, "after": move.after},
-                "inverse": {"target": move.target, "before": move.after, "after": move.before},
-                "proposer": proposal.proposer, "reason": proposal.reason,
-                "incumbent": incumbent.fingerprint}
+        return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
+                       proposer=proposal.proposer, reason=proposal.reason,
+                       incumbent=incumbent.fingerprint)
 
-    def _totals(self) -> dict[str, Any]:
+    def _totals(self) -> dict[str, float]:
         return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
                 "elapsed_s": time.monotonic() - self._t0}
 
-    def _confirm(self, step: int, incumbent: Config, candidate: Config, proposal: Proposal,
-                 base: dict[str, Any], screen_info: dict[str, Any], cost: dict[str, Any],
-                 screen_test: PairedTest) -> tuple[Move, Config] | None:
+    def _confirm(self, step: int, incumbent: Config, best: _Screened
+                 ) -> tuple[Move, Config] | None:
+        candidate, screen_test = best.candidate, best.test
         gates_cfg = self.bench.spec.gates
-        used_before = self.rollouts.used - cost["rollouts"]
+        used_before = self.rollouts.used - best.spent.rollouts
         self._confirmations += 1
         level = spent_alpha(self._confirmations, gates_cfg.alpha)
         # Fresh seeds for each incumbent: the incumbent's own confirmation attempts
@@ -428,10 +518,10 @@ class Search:
         results: list[GateResult] = [dev_gate(confirm, level=level, screen=screen_test)]
         results += [aux_gate(name, spec, inc_dev, cand_dev, alpha=gates_cfg.alpha)
                     for name, spec in self.bench.spec.metrics.items()]
-        floor_checks = [("dev", inc_dev, cand_dev)]
+        floor_checks: list[tuple[str, Any, Any]] = [("dev", inc_dev, cand_dev)]
         floors = [floor_gate(tag, floor, floor_checks, self.tags)
                   for tag, floor in gates_cfg.task_floors.items()]
-        val_info: dict[str, Any] | None = None
+        val_info: ValBlock | None = None
         not_run: list[str] = []
         # val is opened only for a candidate that passed every dev-side gate (floors too).
         if all(g.passed for g in results + floors) and "val" in self.bench.splits:
@@ -440,8 +530,8 @@ class Search:
             val_test = paired_test(list(score_deltas(inc_val, cand_val).values()),
                                    alpha=gates_cfg.alpha, threshold=-gates_cfg.val_margin)
             results.append(val_gate(val_test, margin=gates_cfg.val_margin))
-            val_info = {**val_test.as_dict(), "before": inc_val.mean_score,
-                        "after": cand_val.mean_score}
+            val_info = ValBlock.of(val_test, before=inc_val.mean_score,
+                                   after=cand_val.mean_score)
             floor_checks.append(("val", inc_val, cand_val))
             floors = [floor_gate(tag, floor, floor_checks, self.tags)
                       for tag, floor in gates_cfg.task_floors.items()]
@@ -449,40 +539,37 @@ class Search:
             not_run.append("val")
         results += floors
         promoted = all(g.passed for g in results)
-        aux = {g.name[4:]: g.details for g in results if g.name.startswith("aux:")}
-        self._emit({**base, "verdict": "promoted" if promoted else "rejected",
-                    "candidate": candidate.fingerprint,
-                    "dev": {"screen": screen_info, "confirm": {**confirm.as_dict(),
-                                                               "level": level,
-                                                               "index": self._confirmations,
-                                                               "stream": stream},
-                            "before": inc_dev.mean_score, "after": cand_dev.mean_score},
-                    "val": val_info, "aux": aux,
-                    "gates": [{"name": g.name, "passed": g.passed, "reason": g.reason}
-                              for g in results],
-                    "gates_not_run": not_run,
-                    "rollouts": self.rollouts.used - used_before,
-                    "saved_by_racing": cost["saved_by_racing"], "reused": cost["reused"],
-                    "blocks": cost["blocks"], "tasks_screened": cost["tasks_screened"],
-                    **self._totals()})
+        aux = {g.name[4:]: AuxDetails.model_validate(g.details) for g in results
+               if g.name.startswith("aux:")}
+        spent = dataclasses.replace(best.spent, rollouts=self.rollouts.used - used_before)
+        self._emit(best.head(
+            verdict="promoted" if promoted else "rejected", candidate=candidate.fingerprint,
+            dev=DevBlock(screen=best.screen,
+                         confirm=ConfirmBlock.of(confirm, level=level,
+                                                 index=self._confirmations, stream=stream),
+                         before=inc_dev.mean_score, after=cand_dev.mean_score),
+            val=val_info, aux=aux, gates=[Gate.of(g) for g in results], gates_not_run=not_run,
+            **spent.fields(), **self._totals()))
         if not promoted:
             return None
         self._segment += 1
         self._confirmations = 0
-        return proposal.move, candidate
+        return best.proposal.move, candidate
 
-    def _finish(self, stop_reason: str, steps: int, promotions: list[dict[str, Any]],
-                final: Config, start_dev: TaskAttempts, start_val: TaskAttempts) -> SearchOutcome:
-        def block(before: TaskAttempts, after: TaskAttempts) -> dict[str, float | None]:
+    def _finish(self, stop_reason: StopReason, steps: int, promotions: list[PromotedMove],
+                final: Config, start_dev: TaskAttempts,
+                start_val: TaskAttempts) -> SearchOutcome:
+        def block(before: TaskAttempts, after: TaskAttempts
+                  ) -> SplitDelta:
             t = self._compare(before, after)
-            return {"start": before.mean_score, "final": after.mean_score,
-                    "delta": t.effect if t.n else None,
-                    "ci_low": t.ci_low if t.n > 1 else None,
-                    "ci_high": t.ci_high if t.n > 1 else None}
+            return SplitDelta(start=before.mean_score, final=after.mean_score,
+                              delta=t.effect if t.n else None,
+                              ci_low=t.ci_low if t.n > 1 else None,
+                              ci_high=t.ci_high if t.n > 1 else None)
 
         dev = block(start_dev, self._get(final, "dev", "dev"))
-        val = block(start_val, self._get(final, "val", "val")) if start_val else {}
-        test: dict[str, float | None] = {}
+        val = block(start_val, self._get(final, "val", "val")) if start_val else SplitDelta()
+        test = SplitDelta()
         if self.options.run_test and "test" in self.bench.splits:
             # The test split is opened here, once, after every decision is made.
             start_test = self._get(self.start, "test", "test")
@@ -494,17 +581,16 @@ class Search:
             # checked here, on test, for the reviewer (it decides nothing).
             aux = [aux_gate(name, spec, start_test, final_test, alpha=self.alpha)
                    for name, spec in self.bench.spec.metrics.items()]
-            self._emit({"kind": "test", **test, "confidence": 0.95, "n_tasks": t.n,
-                        "p_value_two_sided": _two_sided(t),
-                        "aux": [g.model_dump() for g in aux]})
-        outcome = SearchOutcome(
+            self._emit(TestRecord.model_validate(
+                {**test.as_json(), "confidence": 0.95, "n_tasks": t.n,
+                 "p_value_two_sided": _two_sided(t),
+                 "aux": [AuxCheck.of_result(g) for g in aux]}))
+        end = self._emit(EndRecord(
             run_id=self.run_id, stop_reason=stop_reason, steps=steps, promotions=promotions,
             start_config=self.start.values, final_config=final.values,
-            rollouts_used=self.rollouts.used, dev=dev, val=val, test=test)
-        self._emit({"kind": "end", **outcome.as_json(), "final_fingerprint": final.fingerprint,
-                    "cost_total": self.rollouts.cost})
-        outcome.records = self.records
-        return outcome
+            rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
+            final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
+        return SearchOutcome(end, [r.journal_json() for r in self.records])
 
 
 def _two_sided(t: PairedTest) -> float:

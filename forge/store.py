@@ -3,63 +3,51 @@
 The store is what makes reuse and resume cheap: an incumbent's attempts are run
 once and compared against every candidate; a config seen before is never run
 again on the same seeds; and a resumed search replays from the store instead of
-re-running rollouts. On disk it is an append-only JSONL file, one attempt a line,
-flushed and fsynced after each batch; a torn last line (a kill mid-write) is
-ignored on load.
+re-running rollouts. On disk it is an append-only JSONL file (see :mod:`forge._jsonl`),
+one attempt a line, flushed and fsynced after each batch; a torn last line (a kill
+mid-write) is ignored on load, damage mid-file is a :class:`~forge.errors.JournalError`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from forge._jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
+from forge.errors import JournalError
 from forge.results import AttemptResult
 from forge.secrets import redact
 
-__all__ = ["AttemptStore", "iter_jsonl_tolerant"]
-
-log = logging.getLogger(__name__)
+__all__ = ["AttemptStore", "StoredAttempt", "read_attempts"]
 
 Key = tuple[str, str, str, int]
 
 
-def iter_jsonl_tolerant(path: Path) -> Iterator[dict[str, object]]:
-    """Records of an append-only JSONL file; an incomplete last line is skipped.
+class StoredAttempt(BaseModel):
+    """One line of the store: an attempt, the config it ran and its seed stream."""
 
-    A damaged line elsewhere is a real corruption and raises ``ValueError``.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    config: str
+    stream: str
+    result: AttemptResult
+
+
+def read_attempts(path: Path) -> Iterator[StoredAttempt]:
+    """The attempts of a store file, in file order (a missing file holds none).
+
+    A torn last line is skipped; damage mid-file raises :class:`JournalError` naming the
+    file and the line. A line of another shape is not an attempt this forge can reuse:
+    it is left out (the attempt is run again rather than trusted).
     """
-    if not path.exists():
-        return
-    with path.open("rb") as fh:
-        lines = fh.read().split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
+    for _, value in read_jsonl_tolerant(path, JournalError, what="the attempt store",
+                                        damaged="damaged record in the run's attempt store"):
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            if number >= len(lines) - 1:  # the last line: torn by a kill mid-write
-                log.warning("%s: ignoring a torn last line", path)
-                return
-            raise ValueError(f"{path}:{number}: damaged record") from None
-        if isinstance(value, dict):
-            yield value
-
-
-def truncate_torn_tail(path: Path) -> None:
-    """Cut an incomplete last line so that the next append starts on a fresh line."""
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        with path.open("r+b") as fh:
-            fh.truncate(keep)
+            yield StoredAttempt.model_validate(value)
+        except ValidationError:
+            continue
 
 
 class AttemptStore:
@@ -68,17 +56,13 @@ class AttemptStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._data: dict[Key, AttemptResult] = {}
+        self._out = None if path is None else JsonlAppender(path)
         if path is not None:
             # Cut a torn tail first, so that memory holds exactly what the file does.
-            truncate_torn_tail(path)
-            for record in iter_jsonl_tolerant(path):
-                try:
-                    result = AttemptResult.model_validate(record["result"])
-                    key = (str(record["config"]), str(record["stream"]), result.task_id,
-                           result.attempt)
-                except (KeyError, ValidationError):
-                    continue
-                self._data[key] = result
+            cut_torn_tail(path)
+            for row in read_attempts(path):
+                self._data[(row.config, row.stream, row.result.task_id,
+                            row.result.attempt)] = row.result
 
     def __len__(self) -> int:
         return len(self._data)
@@ -95,8 +79,6 @@ class AttemptStore:
             self._data[(config, stream, r.task_id, r.attempt)] = r
             lines.append(redact(json.dumps({"config": config, "stream": stream,
                                             "result": r.model_dump(mode="json")})))
-        if self.path is not None and lines:
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write("\n".join(lines) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+        if self._out is not None and lines:
+            with self._out:
+                self._out.append(lines)

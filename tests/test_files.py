@@ -1,4 +1,4 @@
-"""Atomic writes, YAML with line numbers, JSONL with line numbers."""
+"""Atomic writes, YAML with line numbers, JSONL with line numbers, versioned JSON files."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from forge._files import (
     YamlDocument,
     atomic_write_text,
     field_path,
+    load_versioned_json,
     load_yaml,
     parse_yaml,
     raise_validation_error,
     read_jsonl,
 )
-from forge.errors import BenchError, ConfigError, RegistryError
+from forge.errors import BenchError, ConfigError, RegistryError, ResultFileError
 
 # --------------------------------------------------------------------------- atomic_write_text
 
@@ -288,3 +289,58 @@ def test_read_jsonl_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BenchError) as info:
         list(rows)
     assert str(info.value) == f"{tmp_path / 'absent.jsonl'}: file not found"
+
+
+# --------------------------------------------------------------------------- load_versioned_json
+
+
+class _Saved(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    format_version: int
+    name: str
+    sizes: list[int]
+
+
+def _load(path: Path) -> _Saved:
+    return load_versioned_json(path, _Saved, error=ResultFileError, version=3,
+                               what="saved thing", missing="no such thing")
+
+
+def test_a_versioned_file_loads_into_its_model(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"format_version": 3, "name": "a", "sizes": [1, 2]}', encoding="utf-8")
+    assert _load(path) == _Saved(format_version=3, name="a", sizes=[1, 2])
+
+
+@pytest.mark.parametrize(("content", "message", "field", "line"), [
+    (None, "no such thing", None, None),
+    (b"\xff\xfe{}", "cannot read: not UTF-8", None, None),
+    (b'{"format_version": 3,\n "name": ', "malformed JSON: Expecting value", None, 2),
+    (b"[3]", "not a saved thing (no format_version)", None, None),
+    (b'{"name": "a"}', "not a saved thing (no format_version)", None, None),
+    (b'{"format_version": true}', "format_version True is not readable by this forge, "
+                                  "which reads 3", "format_version", None),
+    (b'{"format_version": "3"}', "format_version '3' is not readable", "format_version", None),
+    (b'{"format_version": 2}', "format_version 2 is not readable", "format_version", None),
+    (b'{"format_version": 3, "name": "a", "sizes": [1, "x"]}',
+     "damaged saved thing: Input should be a valid integer", "sizes[1]", None),
+    (b'{"format_version": 3, "name": "a"}', "damaged saved thing: required field is missing",
+     "sizes", None),
+])
+def test_anything_else_is_refused_in_one_line_naming_file_and_field(
+        tmp_path: Path, content: bytes | None, message: str, field: str | None,
+        line: int | None) -> None:
+    path = tmp_path / "s.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ResultFileError) as info:
+        _load(path)
+    assert info.value.file == str(path) and info.value.field == field
+    assert info.value.line == line
+    assert info.value.message.startswith(message), info.value.message
+    assert "\n" not in str(info.value)
+
+
+def test_a_folder_is_not_a_versioned_file(tmp_path: Path) -> None:
+    with pytest.raises(ResultFileError, match="is a folder; expected a saved thing file"):
+        _load(tmp_path)

@@ -10,16 +10,23 @@ from typing import Any
 
 import pytest
 
+from forge.bench import BudgetSettings
 from forge.errors import UserError
 from forge.journal import (
     JOURNAL_FORMAT_VERSION,
     JournalError,
     JournalWriter,
     RunInfo,
+    RunOptions,
     load_run,
     read_records,
     write_run,
 )
+from forge.moves import Move
+from forge.records import CandidateRecord, Gate, StartRecord, StopRecord
+from forge.secrets import clear_secrets, register_secret
+
+MOVE = Move(target="k", before=1, after=2)
 
 
 def on_disk(folder: Path) -> list[dict[str, Any]]:
@@ -27,14 +34,30 @@ def on_disk(folder: Path) -> list[dict[str, Any]]:
             (folder / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+def start(n: int = 1) -> StartRecord:
+    return StartRecord(config={"k": 1}, fingerprint="f", dev_mean=0.5, val_mean=None,
+                       rollouts_total=n)
+
+
+def candidate(step: int = 1, verdict: str = "rejected", **fields: Any) -> CandidateRecord:
+    return CandidateRecord.model_validate({
+        "step": step, "move": MOVE, "inverse": MOVE.inverse(), "proposer": "p",
+        "reason": "r", "incumbent": "f", "verdict": verdict, **fields})
+
+
+def stop() -> StopRecord:
+    return StopRecord(reason="max_steps", text="reached max_steps", step=1, rollouts_total=3,
+                      cost_total=0.0)
+
+
 def test_write_appends_one_timestamped_line_per_record(tmp_path: Path) -> None:
     writer = JournalWriter(tmp_path)
     assert not writer.replaying
-    first = writer.write({"kind": "start", "dev_mean": 0.5})
-    second = writer.write({"kind": "stop", "reason": "max_steps"})
-    assert first["kind"] == "start" and "at" in first
-    datetime.fromisoformat(first["at"])
-    assert on_disk(tmp_path) == [first, second]
+    first = writer.write(start())
+    second = writer.write(stop())
+    assert first.kind == "start" and first.at is not None and first.at.tzinfo is not None
+    assert on_disk(tmp_path) == [first.journal_json(), second.journal_json()]
+    assert on_disk(tmp_path)[0]["format_version"] == JOURNAL_FORMAT_VERSION
     assert read_records(tmp_path) == [first, second]
 
 
@@ -47,63 +70,80 @@ def test_each_record_is_on_disk_and_fsynced_before_write_returns(
         synced.append(len(on_disk(tmp_path)))  # flushed before the fsync
         real_fsync(fd)
 
-    monkeypatch.setattr("forge.journal.os.fsync", fsync)
+    monkeypatch.setattr("forge._jsonl.os.fsync", fsync)
     writer = JournalWriter(tmp_path)
     for i in range(3):
-        writer.write({"kind": "candidate", "step": i})
+        writer.write(candidate(step=i + 1))
         assert synced == list(range(1, i + 2))
 
 
-def test_records_are_json_as_a_reader_sees_them(tmp_path: Path) -> None:
-    writer = JournalWriter(tmp_path)
-    stored = writer.write({"kind": "x", "pair": (1, 2), "path": Path("a/b")})
-    assert stored["pair"] == [1, 2] and stored["path"] == "a/b"
+def test_records_are_stored_as_a_reader_sees_them(tmp_path: Path) -> None:
+    register_secret("sk-journal-secret-1234")
+    try:
+        writer = JournalWriter(tmp_path)
+        stored = writer.write(candidate(why="the key sk-journal-secret-1234 leaked"))
+    finally:
+        clear_secrets()
+    assert stored.why is not None and "sk-journal-secret-1234" not in stored.why
+    assert on_disk(tmp_path)[0]["why"] == stored.why
     with pytest.raises(ValueError):  # NaN is not JSON: refused, not written
-        writer.write({"kind": "x", "value": float("nan")})
+        writer.write(candidate(cost_total=float("nan")))
     assert len(on_disk(tmp_path)) == 1
 
 
 def test_replay_verifies_then_appends(tmp_path: Path) -> None:
     first = JournalWriter(tmp_path)
-    a = first.write({"kind": "start", "n": 1, "elapsed_s": 0.1})
-    b = first.write({"kind": "candidate", "n": 2, "elapsed_s": 0.2})
+    a = first.write(start())
+    b = first.write(candidate(elapsed_s=0.2))
     replay = JournalWriter(tmp_path)
     assert replay.replaying
     # Timestamps and elapsed time may differ; the returned record is the stored one.
-    assert replay.write({"kind": "start", "n": 1, "elapsed_s": 9.0}) == a
-    assert replay.write({"kind": "candidate", "n": 2, "elapsed_s": 9.0}) == b
+    assert replay.write(start()) == a
+    assert replay.write(candidate(elapsed_s=9.0)) == b
     assert not replay.replaying
-    c = replay.write({"kind": "stop", "n": 3})
-    assert on_disk(tmp_path) == [a, b, c]
+    c = replay.write(stop())
+    assert on_disk(tmp_path) == [r.journal_json() for r in (a, b, c)]
 
 
 def test_replay_that_diverges_is_refused(tmp_path: Path) -> None:
     first = JournalWriter(tmp_path)
-    first.write({"kind": "start", "n": 1})
-    first.write({"kind": "candidate", "verdict": "promoted"})
+    first.write(start())
+    first.write(candidate(verdict="promoted", candidate="c"))
     before = (tmp_path / "journal.jsonl").read_bytes()
     replay = JournalWriter(tmp_path)
-    replay.write({"kind": "start", "n": 1})
-    with pytest.raises(UserError, match=r"resume diverged at record 2 \(candidate\)"):
-        replay.write({"kind": "candidate", "verdict": "rejected"})
+    replay.write(start())
+    with pytest.raises(UserError, match=r"resume diverged at record 2 \(candidate\)") as err:
+        replay.write(candidate(verdict="rejected", candidate="c"))
+    assert isinstance(err.value, JournalError) and err.value.line == 2
+    assert err.value.file == str(tmp_path / "journal.jsonl")
     assert (tmp_path / "journal.jsonl").read_bytes() == before  # nothing was written
 
 
+def test_replay_tells_true_from_one(tmp_path: Path) -> None:
+    # A move to True and a move to 1 are different decisions, though Python's 1 == True.
+    to_one, to_true = (Move(target="k", before=2, after=after) for after in (1, True))
+    gates = [Gate(name="dev", passed=True, reason="x")]
+    JournalWriter(tmp_path).write(candidate(move=to_one, inverse=to_one.inverse(), gates=gates))
+    replay = JournalWriter(tmp_path)
+    with pytest.raises(JournalError, match="resume diverged at record 1"):
+        replay.write(candidate(move=to_true, inverse=to_true.inverse(), gates=gates))
+
+
 def test_a_torn_last_line_is_cut_before_replay(tmp_path: Path) -> None:
-    JournalWriter(tmp_path).write({"kind": "start"})
+    JournalWriter(tmp_path).write(start())
     with (tmp_path / "journal.jsonl").open("a", encoding="utf-8") as fh:
         fh.write('{"kind": "cand')
     replay = JournalWriter(tmp_path)
-    replay.write({"kind": "start"})
+    replay.write(start())
     assert not replay.replaying
-    replay.write({"kind": "candidate"})
+    replay.write(candidate())
     assert [r["kind"] for r in on_disk(tmp_path)] == ["start", "candidate"]
 
 
 def test_a_damaged_middle_line_is_a_journal_error(tmp_path: Path) -> None:
     writer = JournalWriter(tmp_path)
     for i in range(3):
-        writer.write({"kind": "candidate", "step": i})
+        writer.write(candidate(step=i + 1))
     path = tmp_path / "journal.jsonl"
     rows = path.read_text().splitlines()
     rows[1] = "{garbage"
@@ -118,7 +158,9 @@ def _info(**changes: Any) -> RunInfo:
     values: dict[str, Any] = dict(
         run_id="r1", bench="b", bench_path="/x/bench.yaml", bench_digest="d1",
         registry_digest="d2", seed=7, start_config={"k": 1}, start_fingerprint="f",
-        options={"max_steps": 3}, created_at=datetime(2025, 1, 2, tzinfo=UTC))
+        options=RunOptions(max_steps=3, patience=2, budget=BudgetSettings(), k=2,
+                           candidates_per_step=4, chunks=4, max_blocks=2, futility_level=0.5),
+        created_at=datetime(2025, 1, 2, tzinfo=UTC))
     values.update(changes)
     return RunInfo(**values)
 

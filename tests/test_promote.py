@@ -30,9 +30,11 @@ from forge._digest import file_digest
 from forge._files import atomic_write_text, parse_yaml
 from forge.bench import load_bench
 from forge.cli import main
+from forge.config_yaml import render_config
 from forge.journal import load_run, read_records
 from forge.launch import launch_search
-from forge.promote import Provenance, render_config, sidecar_path
+from forge.provenance import Provenance, sidecar_path
+from forge.records import AnyRecord
 from forge.registry import Registry, load_config
 
 #: boost raises the success probability from 0.5 to 0.8 on every split; knob does nothing.
@@ -103,8 +105,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     assert launch_search(bench, journals=journals, run_id="none", seed=7,
                          max_steps=0).promotions == []
 
-    def stop_at_first_candidate(record: dict[str, Any]) -> None:
-        if record["kind"] == "candidate":
+    def stop_at_first_candidate(record: AnyRecord) -> None:
+        if record.kind == "candidate":
             raise _Stop
 
     with pytest.raises(_Stop):
@@ -155,7 +157,8 @@ def stack(target: Path) -> list[str]:
 
 
 def end_record(runs: Runs, run_id: str) -> dict[str, Any]:
-    return next(r for r in read_records(runs.journals / run_id) if r["kind"] == "end")
+    return next(r.journal_json() for r in read_records(runs.journals / run_id)
+                if r.kind == "end")
 
 
 @contextmanager
@@ -330,7 +333,7 @@ def test_promote_refuses_a_journal_that_does_not_add_up(
     journals = tmp_path / "journals"
     shutil.copytree(runs.journals / "win", journals / "win")
     path = journals / "win" / "journal.jsonl"
-    records = read_records(journals / "win")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     for record in records:
         if record["kind"] == "end":
             record["final_config"] = {**record["final_config"], "knob": 3}
@@ -448,7 +451,7 @@ def test_a_failed_write_leaves_both_files_as_they_were(
 
     monkeypatch.setattr(os, "replace", replace_fails_for_the_target)
     one_error_line(*forge(capsys, "promote", "win", "--journals", runs.journals, "--to", target),
-                   f"cannot write {target}", "No space left", "left as they were")
+                   f"{target}: cannot write", "No space left", "left as they were")
     assert snapshot(target, sidecar_path(target)) == before  # the sidecar was taken back
     assert sorted(p.name for p in target.parent.iterdir()) == ["defaults.yaml"]  # no temp files
 

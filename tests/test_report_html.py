@@ -157,16 +157,28 @@ def test_journal_text_is_escaped(copy_run: Path) -> None:
         if record["kind"] == "candidate":
             record["reason"] = hostile
             record["move"]["target"] = "<b>knob</b>"
-            record["verdict"] = '"><script>alert(3)</script>'  # reaches a class attribute
             lines[n] = json.dumps(record)
             break
     (copy_run / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     page = render_html(copy_run)
     assert "<script>alert" not in page and "<img" not in page and "<b>knob" not in page
     assert page.count("<script>") == 2  # the page's own two
-    assert '<g class="decision unknown">' in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;knob&lt;/b&gt;" in page
+
+
+def test_a_verdict_of_another_word_is_refused_before_it_reaches_the_markup(
+        copy_run: Path) -> None:
+    # The verdict is written into a class attribute: only the three words may get there.
+    lines = (copy_run / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    n, record = next((n, r) for n, r in enumerate(map(json.loads, lines))
+                     if r["kind"] == "candidate")
+    lines[n] = json.dumps({**record, "verdict": '"><script>alert(3)</script>'})
+    (copy_run / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(JournalError, match=rf"journal\.jsonl:{n + 1}: verdict: damaged "
+                                           "candidate record") as err:
+        render_html(copy_run)
+    assert "\n" not in str(err.value)
 
 
 def test_an_unfinished_run_still_reports_what_it_has(copy_run: Path) -> None:

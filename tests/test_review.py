@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 from conftest import ARITH, write_search_bench
 
+from forge.bench import BudgetSettings
 from forge.errors import JournalError
-from forge.journal import RunInfo, write_run
+from forge.journal import RunInfo, RunOptions, write_run
 from forge.launch import launch_search
+from forge.records import PromotedMove
 from forge.review import (
     STEP_KEYS,
     aux_changes,
@@ -70,17 +72,32 @@ def journals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_runs(tmp_path_factory.mktemp("review"))
 
 
+#: What a record of each kind must hold besides what a fake run's test is about.
+FAKE_FIELDS: dict[str, dict[str, Any]] = {
+    "start": {"config": {"x": 1}, "fingerprint": "f" * 64, "dev_mean": None,
+              "val_mean": None, "rollouts_total": 0},
+    "candidate": {"incumbent": "f" * 64, "proposer": "p", "reason": "r"},
+    "stop": {"reason": "max_steps", "text": "reached max_steps", "step": 0,
+             "rollouts_total": 0, "cost_total": 0.0},
+}
+
+FAKE_OPTIONS = RunOptions(max_steps=3, patience=2, budget=BudgetSettings(), k=2,
+                          candidates_per_step=4, chunks=4, max_blocks=2, futility_level=0.5)
+
+
 def write_fake_run(folder: Path, records: list[dict[str, Any]], *,
                    created_at: datetime | None = None) -> Path:
-    """A run folder written by hand, for records a real search rarely makes."""
+    """A run folder written by hand, for records a real search rarely makes; each record
+    names what its test is about, and gets the rest of what its kind must hold."""
     write_run(folder, RunInfo(run_id=folder.name, bench="fake", bench_path="fake/bench.yaml",
                               bench_digest="d", registry_digest="r", seed=1,
                               start_config={"x": 1}, start_fingerprint="f" * 64,
-                              options={"max_steps": 3},
+                              options=FAKE_OPTIONS,
                               created_at=created_at or datetime(2020, 1, 1, tzinfo=UTC)))
     if records:
         (folder / "journal.jsonl").write_text(
-            "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+            "".join(json.dumps({**FAKE_FIELDS.get(r["kind"], {}), **r}) + "\n"
+                    for r in records), encoding="utf-8")
     return folder
 
 
@@ -92,14 +109,14 @@ def test_a_finished_run_is_read_into_its_record_kinds(journals: Path) -> None:
     assert run.run_id == "boost" and run.info.bench == "s"
     assert run.finished
     assert run.start is not None and run.stop is not None and run.test is not None
-    assert run.end is not None and run.other == []
-    assert run.candidates and all(r["kind"] == "candidate" for r in run.candidates)
-    assert run.steps == run.end["steps"] == run.stop["step"]
-    assert run.stop_reason == run.end["stop_reason"]
-    assert run.promotions == run.end["promotions"] == [
-        {"step": 1, "target": "boost", "before": False, "after": True}]
-    assert run.rollouts_used == run.end["rollouts_used"]
-    assert run.saved_by_racing == sum(r.get("saved_by_racing", 0) for r in run.candidates)
+    assert run.end is not None
+    assert run.candidates and all(r.kind == "candidate" for r in run.candidates)
+    assert run.steps == run.end.steps == run.stop.step
+    assert run.stop_reason == run.end.stop_reason
+    assert run.promotions == run.end.promotions == [
+        PromotedMove(step=1, target="boost", before=False, after=True)]
+    assert run.rollouts_used == run.end.rollouts_used
+    assert run.saved_by_racing == sum(r.saved_by_racing or 0 for r in run.candidates)
 
 
 def test_an_interrupted_run_shows_the_steps_so_far(journals: Path) -> None:
@@ -108,8 +125,8 @@ def test_an_interrupted_run_shows_the_steps_so_far(journals: Path) -> None:
     assert not run.finished
     assert (run.stop, run.test, run.end, run.stop_reason) == (None, None, None, None)
     assert run.candidates == full.candidates[:CUT_AFTER - 1]  # the torn line is skipped
-    assert run.steps == max(r["step"] for r in run.candidates)
-    assert run.rollouts_used == run.candidates[-1]["rollouts_total"]
+    assert run.steps == max(r.step for r in run.candidates)
+    assert run.rollouts_used == run.candidates[-1].rollouts_total
 
 
 def test_a_run_without_a_journal_yet_has_no_records(tmp_path: Path) -> None:
@@ -158,7 +175,8 @@ def test_step_records_have_the_design_keys_first(journals: Path) -> None:
             assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS
             assert "kind" not in step
             assert set(step["move"]) == set(step["inverse"]) == {"target", "before", "after"}
-            assert step["move"] == record["move"] and step["inverse"] == record["inverse"]
+            assert step["move"] == record.move.model_dump()
+            assert step["inverse"] == record.inverse.model_dump()
             assert step["verdict"] in {"promoted", "rejected", "skipped"}
             assert isinstance(step["rollouts"], int) and step["rollouts"] >= 0
             assert isinstance(step["step"], int)
@@ -167,7 +185,8 @@ def test_step_records_have_the_design_keys_first(journals: Path) -> None:
                 assert set(gate) == {"name", "passed", "reason"}
                 assert GATE_NAME.match(gate["name"]), gate
             # Extra keys carry the rest of the record (deltas, totals) unchanged.
-            assert step.get("dev") == record.get("dev")
+            assert step.get("dev") == record.journal_json().get("dev")
+            assert "format_version" not in step
         json.dumps(steps, allow_nan=False)  # strict JSON
 
 
@@ -211,39 +230,42 @@ def test_json_safe_turns_non_finite_numbers_into_null() -> None:
 def test_dev_delta_is_the_confirmation_when_there_is_one_else_the_screen(
         journals: Path) -> None:
     run = load_run_records(journals / "boost")
-    [promoted] = [r for r in run.candidates if r["verdict"] == "promoted"]
+    [promoted] = [r for r in run.candidates if r.verdict == "promoted"]
+    assert promoted.dev is not None and promoted.dev.confirm is not None
+    assert promoted.val is not None
     d = dev_delta(promoted)
     assert d is not None and d.stage == "confirm"
-    assert d.effect == promoted["dev"]["confirm"]["effect"] > 0.15
-    assert d.ci_low == promoted["dev"]["confirm"]["ci_low"]
+    assert d.effect == promoted.dev.confirm.effect > 0.15
+    assert d.ci_low == promoted.dev.confirm.ci_low
     v = val_delta(promoted)
-    assert v is not None and v.stage == "val" and v.effect == promoted["val"]["effect"]
-    screened = [r for r in run.candidates if "confirm" not in (r.get("dev") or {})
-                and r.get("dev")]
+    assert v is not None and v.stage == "val" and v.effect == promoted.val.effect
+    screened = [r for r in run.candidates if r.dev is not None and r.dev.confirm is None]
     assert screened
     for record in screened:
+        assert record.dev is not None
         d = dev_delta(record)
         assert d is not None and d.stage == "screen"
-        assert d.effect == record["dev"]["screen"]["effect"]
+        assert d.effect == record.dev.screen.effect
         assert val_delta(record) is None
-    assert dev_delta({"kind": "candidate"}) is None
+    unevaluated = promoted.model_copy(update={"dev": None, "val": None})
+    assert dev_delta(unevaluated) is None and val_delta(unevaluated) is None
 
 
 def test_aux_changes_and_failing_gates(journals: Path) -> None:
     boost = load_run_records(journals / "boost")
-    [promoted] = [r for r in boost.candidates if r["verdict"] == "promoted"]
+    [promoted] = [r for r in boost.candidates if r.verdict == "promoted"]
     [cost] = aux_changes(promoted)
     assert cost.metric == "cost" and cost.direction == "lower"
     assert cost.relative == pytest.approx(0.05)
     assert failing_gates(promoted) == []
     arith = load_run_records(journals / "arith")
-    refused = [r for r in arith.candidates if r["verdict"] == "rejected"]
+    refused = [r for r in arith.candidates if r.verdict == "rejected"]
     assert refused and all(failing_gates(r) for r in refused)
     # Refused on screening data before any confirmation: no aux block to show.
-    prescreened = [r for r in refused if r.get("why", "").startswith("passed dev screening")]
+    prescreened = [r for r in refused if (r.why or "").startswith("passed dev screening")]
     assert prescreened
     assert all(aux_changes(r) == [] for r in prescreened)
-    assert all(failing_gates(r)[0]["name"].startswith("aux:") for r in prescreened)
+    assert all(failing_gates(r)[0].name.startswith("aux:") for r in prescreened)
 
 
 # -- every run ----------------------------------------------------------------------------
@@ -258,8 +280,8 @@ def test_list_runs_summarizes_every_run_folder_oldest_first(journals: Path) -> N
     assert boost.status == "finished" and boost.bench == "s" and boost.problem is None
     assert (boost.promotions, boost.stop_reason) == (1, load_run_records(
         journals / "boost").stop_reason)
-    assert boost.test is not None and boost.test["delta"] > 0.15
-    assert set(boost.test) == {"start", "final", "delta", "ci_low", "ci_high"}
+    assert boost.test is not None and boost.test.delta is not None and boost.test.delta > 0.15
+    assert set(boost.as_json()["test"]) == {"start", "final", "delta", "ci_low", "ci_high"}
     cut = runs["cut"]
     assert cut.status == "running/interrupted"
     assert cut.stop_reason is None and cut.test is None

@@ -24,6 +24,7 @@ from forge.cli import main
 from forge.launch import launch_search
 from forge.moves import Move
 from forge.proposers import Proposal, SearchView
+from forge.records import AnyRecord
 from forge.registry import Config
 from forge.search import STOP_TEXT, Search, SearchOptions, SearchOutcome
 from forge.stats import spent_alpha
@@ -139,8 +140,8 @@ class Marks:
         self.bench = bench
         self.at: list[tuple[dict[str, Any], int]] = []
 
-    def __call__(self, record: dict[str, Any]) -> None:
-        self.at.append((record, len(read_calls(self.bench))))
+    def __call__(self, record: AnyRecord) -> None:
+        self.at.append((record.journal_json(), len(read_calls(self.bench))))
 
 
 def search(bench: Path, tmp_path: Path, run_id: str = "r", *, seed: int = 7,

@@ -21,6 +21,7 @@ from conftest import MakeBench, run_forge
 
 from forge.harness import RunOutput
 from forge.journal import JournalWriter
+from forge.records import StopRecord
 from forge.results import AttemptResult, load_result
 from forge.runtime import RuntimeEndRecord, RuntimeJournal
 from forge.secrets import (
@@ -158,11 +159,12 @@ def test_store_journal_runtime_journal_and_replay_are_redacted(tmp_path: Path,
     store.add("cfg", "dev", [attempt])
     assert AttemptStore(tmp_path / "attempts.jsonl").get("cfg", "dev", "t", 0) is not None
 
-    record = {"kind": "step", "reason": f"the trace shows {token}"}
+    record = StopRecord(reason="max_steps", text=f"the trace shows {token}", step=0,
+                        rollouts_total=0, cost_total=0.0)
     stored = JournalWriter(tmp_path).write(record)
-    assert stored["reason"] == f"the trace shows {MASK}"
+    assert stored.text == f"the trace shows {MASK}"
     # A resumed run writes the same record again, secret and all: no divergence.
-    assert JournalWriter(tmp_path).write(record)["reason"] == stored["reason"]
+    assert JournalWriter(tmp_path).write(record).text == stored.text
 
     with RuntimeJournal(tmp_path / "runtime.jsonl") as journal:
         journal.write(RuntimeEndRecord(at=datetime.now(UTC), run_id="r", mode="observe",

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
+from forge.errors import JournalError
 from forge.harness import RunOutput
 from forge.results import AttemptResult, StopReason
 from forge.scorers import Score
-from forge.store import AttemptStore, iter_jsonl_tolerant
+from forge.store import AttemptStore, read_attempts
 
 
 def att(task: str, i: int, stop: StopReason = "completed", value: float = 1.0
@@ -65,7 +65,7 @@ def test_each_batch_is_fsynced_after_it_is_written(tmp_path: Path,
         seen.append(len(path.read_text().splitlines()))  # the batch is flushed already
         real_fsync(fd)
 
-    monkeypatch.setattr("forge.store.os.fsync", fsync)
+    monkeypatch.setattr("forge._jsonl.os.fsync", fsync)
     store = AttemptStore(path)
     store.add("cfg", "dev", [att("t1", 0), att("t1", 1)])
     store.add("cfg", "dev", [att("t2", 0)])
@@ -106,7 +106,7 @@ def test_a_damaged_middle_line_raises(tmp_path: Path) -> None:
     rows = path.read_text().splitlines()
     rows[1] = rows[1][:20]
     path.write_text("\n".join(rows) + "\n")
-    with pytest.raises(ValueError, match=r"attempts\.jsonl:2: damaged record"):
+    with pytest.raises(JournalError, match=r"attempts\.jsonl:2: damaged record"):
         AttemptStore(path)
 
 
@@ -117,13 +117,12 @@ def test_a_store_without_a_path_keeps_attempts_in_memory(tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == []
 
 
-def test_iter_jsonl_tolerant(tmp_path: Path) -> None:
-    path = tmp_path / "x.jsonl"
-    assert list(iter_jsonl_tolerant(path)) == []  # a missing file holds nothing
-    path.write_text('{"a": 1}\n\n[1, 2]\n{"b": 2}\n{"c": ')
-    assert list(iter_jsonl_tolerant(path)) == [{"a": 1}, {"b": 2}]
-    path.write_text('{"a": 1}\n{"c": \n{"b": 2}\n')
-    with pytest.raises(ValueError, match=r"x\.jsonl:2"):
-        list(iter_jsonl_tolerant(path))
-    path.write_text(json.dumps({"a": 1}) + "\n" + '{"torn"\n')  # torn, then its newline
-    assert list(iter_jsonl_tolerant(path)) == [{"a": 1}]
+def test_read_attempts_leaves_out_lines_of_another_shape(tmp_path: Path) -> None:
+    path = tmp_path / "attempts.jsonl"
+    assert list(read_attempts(path)) == []  # a missing store holds nothing
+    AttemptStore(path).add("cfg", "dev", [att("t1", 0)])
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write('[1, 2]\n{"config": "cfg", "stream": "dev"}\n')
+    AttemptStore(path).add("cfg", "dev", [att("t1", 1)])
+    assert [(r.config, r.result.attempt) for r in read_attempts(path)] == [
+        ("cfg", 0), ("cfg", 1)]

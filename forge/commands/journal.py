@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from forge.errors import UserError
+from forge.errors import OptionError
 from forge.report.journal_view import (
     run_footer,
     run_header,
@@ -49,7 +49,7 @@ def _print_json(value: Any) -> None:
 
 def _check_journals(journals: Path) -> None:
     if journals.exists() and not journals.is_dir():
-        raise UserError(f"--journals {journals}: not a folder")
+        raise OptionError(f"{journals} is not a folder", option="--journals")
 
 
 @journal_app.command("list")

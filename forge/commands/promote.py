@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.promote import PromoteResult, RollbackResult, promote, rollback
+from forge.records import SplitDelta
 
 __all__ = ["register"]
 
@@ -56,14 +57,13 @@ def _moves(moves: list[tuple[str, Any, Any]], indent: str = "  ") -> list[str]:
             for target, before, after in moves]
 
 
-def _test(test: dict[str, float | None]) -> str:
+def _test(test: SplitDelta) -> str:
     def num(x: float | None, sign: bool = False) -> str:
         return "—" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
 
-    text = (f"test {num(test.get('start'))} -> {num(test.get('final'))}, "
-            f"Δ {num(test.get('delta'), True)}")
-    if test.get("ci_low") is not None and test.get("ci_high") is not None:
-        text += f" (95% CI {num(test['ci_low'], True)} .. {num(test['ci_high'], True)})"
+    text = f"test {num(test.start)} -> {num(test.final)}, Δ {num(test.delta, True)}"
+    if test.ci_low is not None and test.ci_high is not None:
+        text += f" (95% CI {num(test.ci_low, True)} .. {num(test.ci_high, True)})"
     return text
 
 

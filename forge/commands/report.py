@@ -7,24 +7,10 @@ from typing import Annotated
 
 import typer
 
-from forge.errors import UserError
+from forge.errors import OptionError
+from forge.review import resolve_run
 
-__all__ = ["register", "resolve_run"]
-
-
-def resolve_run(run: str, journals: Path) -> Path:
-    """The run folder of ``run``: a run id under ``journals``, else a folder path.
-
-    The id is tried first so that a run named like a relative path in the current
-    folder still means the journal's run, as in ``forge search --resume``.
-    """
-    by_id = journals / run
-    if (by_id / "run.json").is_file():
-        return by_id
-    as_path = Path(run)
-    if as_path.is_dir():
-        return as_path  # load_run names what is missing inside it
-    raise UserError(f"report: no run {run!r} in {journals} (and no such run folder)")
+__all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -46,10 +32,11 @@ def register(app: typer.Typer) -> None:
 
         folder = resolve_run(run, journals)
         if html is not None and html.is_dir():
-            raise UserError(f"--html: {html} is a folder; expected a file path")
+            raise OptionError(f"{html} is a folder; expected a file path", option="--html")
         try:
             written = write_html(folder, html)
         except OSError as exc:
             target = html if html is not None else folder / "report.html"
-            raise UserError(f"--html: cannot write {target}: {exc.strerror or exc}") from None
+            raise OptionError(f"cannot write {target}: {exc.strerror or exc}",
+                              option="--html") from None
         typer.echo(f"report: {written}")

@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forge._jsonl import cut_torn_tail, read_jsonl_tolerant
 from forge.errors import JournalError
 from forge.llm.client import ChatClient, Endpoint, LLMError
 from forge.moves import Move
@@ -55,7 +56,6 @@ from forge.registry import (
     same_value,
 )
 from forge.secrets import redact
-from forge.store import iter_jsonl_tolerant, truncate_torn_tail
 
 __all__ = ["CACHE_FILE", "MAX_PROMPT_BYTES", "LLMProposer", "build_messages"]
 
@@ -215,11 +215,11 @@ class LLMProposer:
                 "max_tokens": self.max_tokens, "cache": CACHE_FILE}
 
     def _load_cache(self, path: Path) -> None:
-        truncate_torn_tail(path)  # the next append starts on a fresh line
-        try:
-            entries = list(iter_jsonl_tolerant(path))
-        except ValueError as exc:  # damaged mid-file: not something to run over
-            raise JournalError(f"{exc}; the llm proposer's reply cache is damaged") from None
+        cut_torn_tail(path)  # the next append starts on a fresh line
+        entries = [entry for _, entry in read_jsonl_tolerant(
+            path, JournalError, what="the llm proposer's reply cache",
+            damaged="damaged record in the llm proposer's reply cache")
+            if isinstance(entry, dict)]
         for entry in entries:
             key = (entry.get("step"), entry.get("incumbent"))
             if isinstance(key[0], int) and isinstance(key[1], str):

@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from forge.journal import RunOptions
+from forge.records import CandidateRecord, ProposalInvalidRecord, SplitDelta
 from forge.review import (
     UNFINISHED,
     Delta,
@@ -45,11 +47,10 @@ def _when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") + "Z"
 
 
-def _test_text(test: dict[str, Any] | None) -> str:
-    if not test or test.get("delta") is None:
+def _test_text(test: SplitDelta | None) -> str:
+    if test is None or test.delta is None:
         return "—"
-    return (f"{_f(test.get('delta'))}\n{_f(test.get('ci_low'))} .. "
-            f"{_f(test.get('ci_high'))}")
+    return f"{_f(test.delta)}\n{_f(test.ci_low)} .. {_f(test.ci_high)}"
 
 
 def runs_table(runs: list[RunSummary], title: str) -> Table:
@@ -91,17 +92,17 @@ def _values(values: dict[str, Any]) -> str:
     return " ".join(f"{k}={v!r}" for k, v in values.items()) or "—"
 
 
-def _options(options: dict[str, Any]) -> str:
+def _options(options: RunOptions) -> str:
     """``run.json`` options on one line; an unset budget and no first moves say nothing."""
     parts = []
-    for key, value in options.items():
-        if key == "budget" and isinstance(value, dict):
-            set_ = {k: v for k, v in value.items() if v is not None}
+    for key, value in options.model_dump(mode="json").items():
+        if key == "budget":
+            set_ = options.budget.model_dump(exclude_none=True)
             parts.append("budget " + (" ".join(f"{k}={v}" for k, v in set_.items())
                                       or "unlimited"))
-        elif key == "first_moves" and isinstance(value, list):
-            if value:
-                parts.append(f"first_moves={len(value)}")
+        elif key == "first_moves":
+            if options.first_moves:
+                parts.append(f"first_moves={len(options.first_moves)}")
         else:
             parts.append(f"{key}={value}")
     return " · ".join(parts) or "—"
@@ -121,11 +122,10 @@ def run_header(run: RunRecords) -> Table:
                                        f"{info.start_fingerprint[:12]}"))
     table.add_row("options", Text(_options(info.options)))
     if run.start is not None:
-        table.add_row("start scores", f"dev {_f(run.start.get('dev_mean'), '.3f')} · "
-                                      f"val {_f(run.start.get('val_mean'), '.3f')}")
+        table.add_row("start scores", f"dev {_f(run.start.dev_mean, '.3f')} · "
+                                      f"val {_f(run.start.val_mean, '.3f')}")
     if run.stop is not None:
-        stop = Text(f"{run.stop.get('reason')} after {run.stop.get('step')} steps: "
-                    f"{run.stop.get('text', '')}")
+        stop = Text(f"{run.stop.reason} after {run.stop.step} steps: {run.stop.text}")
     elif run.stop_reason is not None:
         stop = Text(run.stop_reason)
     else:
@@ -141,19 +141,13 @@ def _test_row(run: RunRecords) -> Text:
         why = ("not run" if run.finished else
                "not yet: the test split is evaluated once, after the search stops")
         return Text(why, style="dim")
-    p = t.get("p_value_two_sided")
-    confidence = t.get("confidence")
-    level = f"{confidence:.0%}" if isinstance(confidence, int | float) else "95%"
-    text = Text(f"{_f(t.get('start'), '.3f')} → {_f(t.get('final'), '.3f')}, "
-                f"Δ {_f(t.get('delta'))} ({level} CI "
-                f"{_f(t.get('ci_low'))} .. {_f(t.get('ci_high'))}, "
-                f"{t.get('n_tasks', '?')} tasks"
-                + (f", two-sided p={p:.3g})" if isinstance(p, int | float) else ")"))
-    for gate in t.get("aux") or []:  # absent in runs journaled before it was checked
-        passed = bool(gate.get("passed"))
-        text.append(f"\n{'within' if passed else 'BEYOND'} tolerance vs start: ",
-                    style="green" if passed else "bold red")
-        text.append(str(gate.get("reason")))
+    text = Text(f"{_f(t.start, '.3f')} → {_f(t.final, '.3f')}, Δ {_f(t.delta)} "
+                f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, {t.n_tasks} tasks, "
+                f"two-sided p={t.p_value_two_sided:.3g})")
+    for gate in t.aux:
+        text.append(f"\n{'within' if gate.passed else 'BEYOND'} tolerance vs start: ",
+                    style="green" if gate.passed else "bold red")
+        text.append(gate.reason)
     return text
 
 
@@ -168,16 +162,16 @@ def _delta_cell(d: Delta | None) -> Text:
     return cell
 
 
-def _val_cell(record: dict[str, Any]) -> Text:
+def _val_cell(record: CandidateRecord) -> Text:
     d = val_delta(record)
     if d is not None:
         return _delta_cell(d)
-    if "val" in (record.get("gates_not_run") or []):
+    if "val" in record.gates_not_run:
         return Text("not run", style="dim")  # a dev-side gate failed first
     return Text("—")
 
 
-def _aux_cell(record: dict[str, Any]) -> Text:
+def _aux_cell(record: CandidateRecord) -> Text:
     lines = []
     for change in aux_changes(record):
         rel = change.relative
@@ -186,39 +180,36 @@ def _aux_cell(record: dict[str, Any]) -> Text:
     return Text("\n".join(lines) or "—")
 
 
-def _move_cell(record: dict[str, Any]) -> Text:
-    move = record.get("move") or {}
-    cell = Text(f"{move.get('target')} {move.get('before')!r} → {move.get('after')!r}",
-                style="bold")
-    cell.append(f"\n{record.get('proposer')}: {record.get('reason')}")
+def _move_cell(record: CandidateRecord) -> Text:
+    move = record.move
+    cell = Text(f"{move.target} {move.before!r} → {move.after!r}", style="bold")
+    cell.append(f"\n{record.proposer}: {record.reason}")
     return cell
 
 
-def _verdict_cell(record: dict[str, Any]) -> Text:
+def _verdict_cell(record: CandidateRecord) -> Text:
     """The verdict, then each failing gate with its reason, then the search's ``why``."""
-    verdict = str(record.get("verdict", "?"))
-    cell = Text(verdict, style=VERDICT_STYLE.get(verdict, ""))
+    cell = Text(record.verdict, style=VERDICT_STYLE[record.verdict])
     for gate in failing_gates(record):
         cell.append("\n")
-        cell.append(gate["name"], style="bold red")
-        cell.append(f": {gate['reason']}")
-    why = record.get("why")
-    if why:
-        cell.append(f"\n{why}", style="dim")
-    if verdict == "promoted":
-        cell.append(f"\nall {len(record.get('gates') or [])} gates passed", style="green")
+        cell.append(gate.name, style="bold red")
+        cell.append(f": {gate.reason}")
+    if record.why:
+        cell.append(f"\n{record.why}", style="dim")
+    if record.verdict == "promoted":
+        cell.append(f"\nall {len(record.gates)} gates passed", style="green")
     return cell
 
 
-def _invalid_row(record: dict[str, Any]) -> list[str | Text]:
+def _invalid_row(record: ProposalInvalidRecord) -> list[str | Text]:
     """A proposal the proposer refused (an LLM's unusable reply): its reply and why."""
     move = Text("no move", style="dim")
-    reply = record.get("reply")
-    move.append(f"\n{record.get('proposer')} replied: " + (repr(reply) if reply else "—"))
+    move.append(f"\n{record.proposer} replied: "
+                + (repr(record.reply) if record.reply else "—"))
     verdict = Text("invalid", style=VERDICT_STYLE["invalid"])
-    verdict.append(f"\n{record.get('category')}: ", style="bold")
-    verdict.append(str(record.get("reason")))
-    return [str(record.get("step", "?")), move, Text("—"), Text("—"), Text("—"), verdict]
+    verdict.append(f"\n{record.category}: ", style="bold")
+    verdict.append(record.reason)
+    return [str(record.step), move, Text("—"), Text("—"), Text("—"), verdict]
 
 
 def steps_table(run: RunRecords) -> Table:
@@ -237,17 +228,15 @@ def steps_table(run: RunRecords) -> Table:
     table.add_column("aux Δ", overflow="fold")
     table.add_column("verdict · failing gate: why", ratio=5, overflow="fold")
 
-    def step_of(r: dict[str, Any]) -> int:
-        return r["step"] if isinstance(r.get("step"), int) else 0
-
     # A stable sort by step keeps journal order: a step's refusals come before its moves.
-    rows = sorted([*run.invalid, *run.candidates], key=lambda r: (
-        step_of(r), r.get("kind") != "proposal_invalid"))
+    rows: list[CandidateRecord | ProposalInvalidRecord] = sorted(
+        [*run.invalid, *run.candidates],
+        key=lambda r: (r.step, isinstance(r, CandidateRecord)))
     for r in rows:
-        if r.get("kind") == "proposal_invalid":
+        if isinstance(r, ProposalInvalidRecord):
             table.add_row(*_invalid_row(r))
             continue
-        table.add_row(str(r.get("step", "?")), _move_cell(r), _delta_cell(dev_delta(r)),
+        table.add_row(str(r.step), _move_cell(r), _delta_cell(dev_delta(r)),
                       _val_cell(r), _aux_cell(r), _verdict_cell(r))
     return table
 
@@ -255,7 +244,7 @@ def steps_table(run: RunRecords) -> Table:
 def run_footer(run: RunRecords) -> list[Text]:
     """The promotions chain, the rollouts spent and what racing saved, one line each."""
     lines = []
-    chain = ", ".join(f"{p['target']} {p['before']!r} → {p['after']!r} (step {p['step']})"
+    chain = ", ".join(f"{p.target} {p.before!r} → {p.after!r} (step {p.step})"
                       for p in run.promotions)
     lines.append(Text("promoted: " + (chain or "nothing (the start config stands)")))
     used = run.rollouts_used

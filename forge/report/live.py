@@ -8,6 +8,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from forge.records import (
+    AnyRecord,
+    CandidateRecord,
+    ProposalInvalidRecord,
+    StartRecord,
+    StopRecord,
+    TestRecord,
+)
+
 if TYPE_CHECKING:
     from forge.search import SearchOutcome
 
@@ -30,69 +39,59 @@ class SearchView:
         # One decision per line, never folded: people grep these.
         self.console.print(text, highlight=False, soft_wrap=True)
 
-    def on_record(self, record: dict[str, Any]) -> None:
-        kind = record.get("kind")
-        if kind == "start":
-            self._line(f"[bold]start[/] dev {_f(record.get('dev_mean'), '.3f')} · "
-                               f"val {_f(record.get('val_mean'), '.3f')} · "
-                               f"config {record['fingerprint'][:12]}")
-        elif kind == "candidate":
+    def on_record(self, record: AnyRecord) -> None:
+        if isinstance(record, StartRecord):
+            self._line(f"[bold]start[/] dev {_f(record.dev_mean, '.3f')} · "
+                       f"val {_f(record.val_mean, '.3f')} · config {record.fingerprint[:12]}")
+        elif isinstance(record, CandidateRecord):
             self._candidate(record)
-        elif kind == "proposal_invalid":
-            self._line(f"step {record.get('step', '?'):>2} " + escape(
-                f"[{record.get('proposer')}] no move: {record.get('category')}: "
-                f"{record.get('reason')}") + "  [magenta]INVALID[/]")
-        elif kind == "stop":
-            self._line(f"[bold]stopped[/] after {record['step']} steps: "
-                       f"{record['text']} · {record['rollouts_total']} rollouts before "
-                       "the test split")
-        elif kind == "test":
-            self._line(f"[bold]test[/] {_f(record.get('start'), '.3f')} -> "
-                               f"{_f(record.get('final'), '.3f')}, Δ {_f(record.get('delta'))} "
-                               f"(95% CI {_f(record.get('ci_low'))} .. "
-                               f"{_f(record.get('ci_high'))})")
-            for gate in record.get("aux") or []:
-                mark = "[green]within[/]" if gate.get("passed") else "[red]BEYOND[/]"
+        elif isinstance(record, ProposalInvalidRecord):
+            self._line(f"step {record.step:>2} " + escape(
+                f"[{record.proposer}] no move: {record.category}: {record.reason}")
+                + "  [magenta]INVALID[/]")
+        elif isinstance(record, StopRecord):
+            self._line(f"[bold]stopped[/] after {record.step} steps: {record.text} · "
+                       f"{record.rollouts_total} rollouts before the test split")
+        elif isinstance(record, TestRecord):
+            self._line(f"[bold]test[/] {_f(record.start, '.3f')} -> {_f(record.final, '.3f')}, "
+                       f"Δ {_f(record.delta)} (95% CI {_f(record.ci_low)} .. "
+                       f"{_f(record.ci_high)})")
+            for gate in record.aux:
+                mark = "[green]within[/]" if gate.passed else "[red]BEYOND[/]"
                 self._line(f"  start -> final on test, {mark} tolerance: "
-                           + escape(str(gate.get("reason"))))
+                           + escape(gate.reason))
 
-    def _candidate(self, r: dict[str, Any]) -> None:
-        move = r["move"]
-        verdict = r["verdict"]
-        style = _VERDICT_STYLE.get(verdict, "")
-        what = escape(f"[{r['proposer']}] {move['target']}: {move['before']!r} -> "
-                      f"{move['after']!r}")
-        head = f"step {r['step']:>2} {what}  [{style}]{verdict.upper()}[/]"
-        spent = r.get("rollouts")
-        if spent is not None:
-            head += f"  ({spent} rollouts, {r.get('saved_by_racing', 0)} saved by racing, " \
-                    f"total {r.get('rollouts_total')})"
+    def _candidate(self, r: CandidateRecord) -> None:
+        move = r.move
+        style = _VERDICT_STYLE[r.verdict]
+        what = escape(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}")
+        head = f"step {r.step:>2} {what}  [{style}]{r.verdict.upper()}[/]"
+        if r.rollouts is not None:  # a move that ran nothing says nothing of it
+            head += f"  ({r.rollouts} rollouts, {r.saved_by_racing} saved by racing, " \
+                    f"total {r.rollouts_total})"
         self._line(head)
-        for gate in r.get("gates", []):
-            mark = "[green]✓[/]" if gate["passed"] else "[red]✗[/]"
-            self._line(f"        {mark} {escape(gate['name'])}: {escape(gate['reason'])}")
-        if r.get("why"):
-            self._line(f"        · {escape(r['why'])}")
+        for gate in r.gates:
+            mark = "[green]✓[/]" if gate.passed else "[red]✗[/]"
+            self._line(f"        {mark} {escape(gate.name)}: {escape(gate.reason)}")
+        if r.why:
+            self._line(f"        · {escape(r.why)}")
 
     def summary(self, outcome: SearchOutcome) -> None:
-        table = Table(title=f"search {outcome.run_id} · {outcome.stop_reason} · "
-                            f"{outcome.steps} steps · {outcome.rollouts_used} rollouts",
-                      title_justify="left")
+        end = outcome.end
+        table = Table(title=f"search {end.run_id} · {end.stop_reason} · {end.steps} steps · "
+                            f"{end.rollouts_used} rollouts", title_justify="left")
         for col in ("split", "start", "final", "Δ", "95% CI"):
             table.add_column(col)
-        for split, block in (("dev", outcome.dev), ("val", outcome.val), ("test", outcome.test)):
-            if not block:
+        for split, block in (("dev", end.dev), ("val", end.val), ("test", end.test)):
+            if not block.compared:
                 continue
-            table.add_row(split, _f(block.get("start"), ".3f"), _f(block.get("final"), ".3f"),
-                          _f(block.get("delta")),
-                          f"{_f(block.get('ci_low'))} .. {_f(block.get('ci_high'))}")
+            table.add_row(split, _f(block.start, ".3f"), _f(block.final, ".3f"),
+                          _f(block.delta), f"{_f(block.ci_low)} .. {_f(block.ci_high)}")
         self.console.print(table)
-        if outcome.promotions:
-            chain = ", ".join(f"{p['target']} {p['before']!r}->{p['after']!r}"
-                              for p in outcome.promotions)
+        if end.promotions:
+            chain = ", ".join(f"{p.target} {p.before!r}->{p.after!r}" for p in end.promotions)
             self._line(f"promoted: {chain}")
         else:
             self._line("promoted: nothing (the start config stands)")
-        changed = {k: v for k, v in outcome.final_config.items()
-                   if outcome.start_config.get(k) != v}
+        changed = {k: v for k, v in end.final_config.items() if end.start_config.get(k) != v}
         self._line(f"final config: {changed or 'unchanged'}")

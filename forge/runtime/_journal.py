@@ -12,18 +12,15 @@ by ``forge search --from-runtime``):
   the order they were applied; to the virtual copy in observe mode) and whether the
   config came back equal to the original.
 
-Appends are one ``write()`` of a whole line on a descriptor opened with
-``O_APPEND``, under a lock, then ``fsync`` (unless turned off): a record is on disk
-before :meth:`RuntimeJournal.write` returns, and a kill mid-write can only leave a
-torn *last* line, which readers skip and the next writer cuts.
+Appends go through :class:`forge._jsonl.JsonlAppender`: one ``write()`` of a whole
+line on a descriptor opened with ``O_APPEND``, under a lock, then ``fsync`` (unless
+turned off): a record is on disk before :meth:`RuntimeJournal.write` returns, and a
+kill mid-write can only leave a torn *last* line, which readers skip and the next
+writer cuts.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import threading
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -31,11 +28,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from forge._files import field_path, validation_problem
+from forge._jsonl import JsonlAppender, read_jsonl_tolerant
 from forge.errors import RuntimeJournalError
 from forge.moves import Move
 from forge.registry import RuntimeRule
 from forge.secrets import redact
-from forge.store import truncate_torn_tail
 
 __all__ = [
     "RUNTIME_FORMAT_VERSION",
@@ -46,8 +44,6 @@ __all__ = [
     "RuntimeSignalRecord",
     "read_runtime_journal",
 ]
-
-log = logging.getLogger(__name__)
 
 RUNTIME_FORMAT_VERSION: Literal[1] = 1
 
@@ -102,30 +98,14 @@ class RuntimeJournal:
     def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
         self.path = Path(path)
         self.fsync = fsync
-        self._fd: int | None = None
-        self._lock = threading.Lock()
+        self._out = JsonlAppender(self.path, fsync=fsync)
 
     def write(self, record: RuntimeSignalRecord | RuntimeEndRecord) -> None:
         """Append ``record`` as one line; it is flushed (and synced) when this returns."""
-        data = (redact(record.model_dump_json()) + "\n").encode("utf-8")
-        with self._lock:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                # A line torn by an earlier kill would glue onto ours and turn a
-                # tolerated torn tail into damage in the middle of the file.
-                truncate_torn_tail(self.path)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-            view = memoryview(data)
-            while view:  # one write in practice; the loop only guards a short write
-                view = view[os.write(self._fd, view):]
-            if self.fsync:
-                os.fsync(self._fd)
+        self._out.append([redact(record.model_dump_json())])
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        self._out.close()
 
     def __enter__(self) -> RuntimeJournal:
         return self
@@ -139,34 +119,15 @@ def read_runtime_journal(path: str | Path) -> list[tuple[int, RuntimeSignalRecor
                                                      | RuntimeEndRecord]]:
     """``(line number, record)`` for every record of a runtime journal, in file order.
 
-    An unterminated last line that is not valid JSON was torn by a kill mid-write
-    and is skipped with a warning; any other bad line (malformed JSON, not an object,
+    A last line that is not valid JSON was torn by a kill mid-write and is skipped
+    with a warning (:mod:`forge._jsonl`); any other bad line (malformed JSON, not an object,
     another ``format_version``, a record that does not validate) raises
     :class:`RuntimeJournalError` naming the file and line.
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise RuntimeJournalError("file not found", file=p) from None
-    except IsADirectoryError:
-        raise RuntimeJournalError("is a folder; expected a runtime journal (JSONL)",
-                                  file=p) from None
-    except OSError as exc:
-        raise RuntimeJournalError(f"cannot read: {exc.strerror or exc}", file=p) from None
-    lines = data.split(b"\n")
     out: list[tuple[int, RuntimeSignalRecord | RuntimeEndRecord]] = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            if number == len(lines):  # no newline after it: a write cut short
-                log.warning("%s:%d: ignoring a torn last line", p, number)
-                break
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-            raise RuntimeJournalError(f"malformed JSON: {msg}", file=p, line=number) from None
+    for number, value in read_jsonl_tolerant(p, RuntimeJournalError, what="the runtime journal",
+                                             damaged="malformed JSON", missing="file not found"):
         if not isinstance(value, dict):
             raise RuntimeJournalError("expected a JSON object (a runtime journal record)",
                                       file=p, line=number)
@@ -179,8 +140,9 @@ def read_runtime_journal(path: str | Path) -> list[tuple[int, RuntimeSignalRecor
         try:
             out.append((number, _RECORD.validate_python(value)))
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"][1:]) or None
-            raise RuntimeJournalError(f"not a runtime journal record: {first['msg']}",
+            # The first part of the error's path is the union's tag (the record's kind).
+            problem = validation_problem(exc, data=value)
+            where = field_path(problem.loc[1:]) or None
+            raise RuntimeJournalError(f"not a runtime journal record: {problem.message}",
                                       file=p, line=number, field=where) from None
     return out

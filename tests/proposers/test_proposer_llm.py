@@ -27,6 +27,7 @@ from proposer_helpers import attempt, make_registry, mixed_registry, view
 from forge.launch import launch_search
 from forge.proposers import EvaluatedConfig, LLMProposer, build_proposer
 from forge.proposers.llm import CACHE_FILE
+from forge.records import AnyRecord
 from forge.results import AttemptResult
 from forge.scorers._base import Score
 from forge.secrets import clear_secrets
@@ -235,8 +236,8 @@ def test_resume_replays_cached_replies_and_matches_an_uninterrupted_run(
     class Killed(Exception):
         pass
 
-    def kill_at_step_2(record: dict[str, Any]) -> None:
-        if record.get("step") == 2:
+    def kill_at_step_2(record: AnyRecord) -> None:
+        if record.journal_json().get("step") == 2:
             raise Killed
 
     llm.answer_with(by_step(script))

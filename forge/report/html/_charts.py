@@ -8,9 +8,10 @@ mark shows its numbers (SVG ``<title>``), so the page stays readable without scr
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from forge.report.html._data import Incumbent, RunReport, mapping, number, sequence
+from forge.moves import Move
+from forge.records import CandidateRecord, PairedStats, SplitDelta, TestRecord
+from forge.report.html._data import Incumbent, RunReport, number
 from forge.report.html._svg import (
     COLORS,
     Scale,
@@ -31,11 +32,9 @@ WIDTH = 1100
 _VERDICTS = ("promoted", "rejected", "skipped")
 
 
-def move_text(move: Any) -> str:
+def move_text(move: Move) -> str:
     """``target: before → after`` with Python reprs, as the console shows moves."""
-    if not isinstance(move, dict):
-        return "?"
-    return f"{move.get('target')}: {move.get('before')!r} → {move.get('after')!r}"
+    return f"{move.target}: {move.before!r} → {move.after!r}"
 
 
 def _hline(x0: float, x1: float, y: float, color: str, extra: str = "") -> str:
@@ -107,7 +106,8 @@ def score_chart(report: RunReport) -> str:
         x = xs(inc.step)
         parts.append(_vline(x, top - 6, height - bottom, COLORS["promoted"],
                             ' stroke-dasharray="4 3" opacity="0.7"'))
-        tip = tooltip([f"P{index}: promoted at step {inc.step}", move_text(inc.move)])
+        moved = "" if inc.move is None else move_text(inc.move)  # only the start has none
+        tip = tooltip([f"P{index}: promoted at step {inc.step}", moved])
         parts.append(f"<g>{tip}" + text(x, top - 10, f"P{index}", anchor="middle", cls="tick",
                                          fill=COLORS["promoted"], weight="bold") + "</g>")
     for series, offset in (("dev", -3.0), ("val", 3.0)):
@@ -168,29 +168,31 @@ def _legend(x: float, y: float, items: list[tuple[str, str, str]], note: str = "
 
 # -- forest plot --------------------------------------------------------------------------
 
-def _bounds(block: Any) -> tuple[float | None, float | None, float | None]:
-    if not isinstance(block, dict):
+def _bounds(block: PairedStats | None) -> tuple[float | None, float | None, float | None]:
+    if block is None:
         return None, None, None
-    return number(block.get("effect")), number(block.get("ci_low")), number(block.get("ci_high"))
+    return number(block.effect), number(block.ci_low), number(block.ci_high)
 
 
-def _decision_tooltip(d: dict[str, Any]) -> list[str]:
-    lines = [f"step {d['step']}: {move_text(d['move'])}  [{d.get('verdict', '?')}]",
-             f"proposed by {d.get('proposer', '?')}: {d.get('reason', '')}"]
-    dev = mapping(d.get("dev"))
-    for name in ("screen", "confirm"):
-        block = dev.get(name)
+def _dev_blocks(d: CandidateRecord) -> list[tuple[str, PairedStats | None]]:
+    """The screening and confirmation blocks of a decision (None where it has none)."""
+    if d.dev is None:
+        return [("screen", None), ("confirm", None)]
+    return [("screen", d.dev.screen), ("confirm", d.dev.confirm)]
+
+
+def _decision_tooltip(d: CandidateRecord) -> list[str]:
+    lines = [f"step {d.step}: {move_text(d.move)}  [{d.verdict}]",
+             f"proposed by {d.proposer}: {d.reason}"]
+    for name, block in _dev_blocks(d):
         effect, low, high = _bounds(block)
-        if effect is not None and isinstance(block, dict):
+        if effect is not None and block is not None:
             lines.append(f"{name}: {effect:+.3f} [{fmt(low, '+.3f')} .. {fmt(high, '+.3f')}], "
-                         f"p={fmt(number(block.get('p_value')), '.3g')}, "
-                         f"{block.get('n_tasks', '?')} tasks")
-    for gate in sequence(d.get("gates")):
-        if isinstance(gate, dict):
-            lines.append(f"{'✓' if gate.get('passed') else '✗'} {gate.get('name')}: "
-                         f"{gate.get('reason', '')}")
-    if d.get("why"):
-        lines.append(f"· {d['why']}")
+                         f"p={fmt(number(block.p_value), '.3g')}, {block.n_tasks} tasks")
+    for gate in d.gates:
+        lines.append(f"{'✓' if gate.passed else '✗'} {gate.name}: {gate.reason}")
+    if d.why:
+        lines.append(f"· {d.why}")
     return lines
 
 
@@ -202,9 +204,8 @@ def forest_plot(report: RunReport) -> str:
         return _empty("chart-forest", label, "no candidate was tried")
     marks: list[float] = [0.0]
     for d in rows:
-        dev = mapping(d.get("dev"))
-        for name in ("screen", "confirm"):
-            marks += [v for v in _bounds(dev.get(name)) if v is not None]
+        for _, block in _dev_blocks(d):
+            marks += [v for v in _bounds(block) if v is not None]
     lo, hi = padded(marks, 0.04)
     row_h, top, bottom, left, right = 22, 44, 36, 380, 215
     height = top + row_h * len(rows) + bottom
@@ -220,7 +221,7 @@ def forest_plot(report: RunReport) -> str:
                       anchor="middle", cls="axis-label"))
     for index, d in enumerate(rows):
         parts.append(_forest_row(d, top + index * row_h, row_h, xs, left, right,
-                                 stripe=int(d["step"]) % 2 == 1))
+                                 stripe=d.step % 2 == 1))
     parts.append(_vline(xs(0.0), top - 4, height - bottom, COLORS["zero"], ' stroke-width="1.2"'))
     parts += _legend(8, 16, [("promoted", "promoted", "dot"), ("rejected", "rejected", "dot"),
                              ("skipped", "skipped", "dot")],
@@ -232,12 +233,10 @@ def forest_plot(report: RunReport) -> str:
     return "".join(parts)
 
 
-def _forest_row(d: dict[str, Any], y0: float, row_h: float, xs: Scale, left: float,
+def _forest_row(d: CandidateRecord, y0: float, row_h: float, xs: Scale, left: float,
                 right: float, *, stripe: bool) -> str:
-    verdict = str(d.get("verdict", "?"))
-    # The class is markup, not text: only the three known verdicts reach it.
-    kind = verdict if verdict in _VERDICTS else "unknown"
-    color = COLORS.get(kind, COLORS["skipped"])
+    verdict = kind = d.verdict  # one of three words (forge.records): safe in a class
+    color = COLORS[kind]
     mid = y0 + row_h / 2
     out = [f'<g class="decision {kind}">', tooltip(_decision_tooltip(d))]
     if verdict == "promoted":
@@ -246,19 +245,19 @@ def _forest_row(d: dict[str, Any], y0: float, row_h: float, xs: Scale, left: flo
     elif stripe:
         out.append(f'<rect x="0" y="{num(y0)}" width="{WIDTH}" height="{num(row_h)}" '
                    'fill="#f6f8fa"/>')
-    name = f"{d['step']} · {move_text(d['move'])}"
+    name = f"{d.step} · {move_text(d.move)}"
     if len(name) > 54:
         name = name[:53] + "…"
     out.append(text(8, mid + 4, name, cls="row-label",
                     weight="bold" if verdict == "promoted" else None))
-    dev = mapping(d.get("dev"))
     shown = []
-    for name, dy, width in (("screen", -3.0, 2.0), ("confirm", 4.0, 3.5)):
-        effect, low, high = _bounds(dev.get(name))
+    confirmed = d.dev is not None and d.dev.confirm is not None
+    for (name, block), dy, width in zip(_dev_blocks(d), (-3.0, 4.0), (2.0, 3.5), strict=True):
+        effect, low, high = _bounds(block)
         if effect is None:
             continue
         shown.append(f"{effect:+.3f}")
-        y = mid + (dy if "confirm" in dev else 0.0)
+        y = mid + (dy if confirmed else 0.0)
         # An unknown bound (fewer than two tasks) runs to the edge, dashed.
         x_lo = xs.clamp(low) if low is not None else xs.start
         x_hi = xs.clamp(high) if high is not None else xs.end
@@ -285,17 +284,17 @@ def _forest_row(d: dict[str, Any], y0: float, row_h: float, xs: Scale, left: flo
 def budget_chart(report: RunReport) -> str:
     """Rollouts spent after each decision; promotions marked, the budget drawn if near."""
     label = "rollouts spent over the run"
-    points: list[tuple[str, float, dict[str, Any] | None]] = []
-    spent = number(report.start.get("rollouts_total")) or 0.0
+    points: list[tuple[str, float, CandidateRecord | None]] = []
+    spent = float(report.start.rollouts_total)
     points.append(("start config evaluated", spent, None))
     for d in report.decisions:
-        spent = number(d.get("rollouts_total")) or spent  # illegal proposals carry no totals
-        points.append((f"step {d['step']}: {move_text(d['move'])} [{d.get('verdict')}]",
-                       spent, d))
-    if report.end is not None and number(report.end.get("rollouts_used")) is not None:
-        points.append(("after the test split", float(report.end["rollouts_used"]), None))
-    budget = report.info.options.get("budget")
-    limit = number(budget.get("rollouts")) if isinstance(budget, dict) else None
+        if d.rollouts_total is not None:  # illegal proposals carry no totals
+            spent = float(d.rollouts_total)
+        points.append((f"step {d.step}: {move_text(d.move)} [{d.verdict}]", spent, d))
+    if report.end is not None:
+        points.append(("after the test split", float(report.end.rollouts_used), None))
+    rollouts = report.info.options.budget.rollouts
+    limit = None if rollouts is None else float(rollouts)
     top_value = max(p[1] for p in points)
     show_limit = limit is not None and limit <= 1.25 * max(top_value, 1.0)
     height, left, right, top, bottom = 280, 72, 24, 40, 46
@@ -307,11 +306,11 @@ def budget_chart(report: RunReport) -> str:
     seen: set[int] = set()
     every = max(1, math.ceil(report.last_step / 20))
     for index, (_, _, rec) in enumerate(points):
-        if rec is not None and rec["step"] not in seen:
-            seen.add(rec["step"])
-            if (rec["step"] - 1) % every == 0:
+        if rec is not None and rec.step not in seen:
+            seen.add(rec.step)
+            if (rec.step - 1) % every == 0:
                 parts.append(_vline(xs(index), top, height - bottom, COLORS["grid"]))
-                parts.append(text(xs(index), height - bottom + 18, rec["step"],
+                parts.append(text(xs(index), height - bottom + 18, rec.step,
                                   anchor="middle", cls="tick"))
     parts.append(text((left + WIDTH - right) / 2, height - 8, "decisions in journal order "
                       "(tick: first decision of a step)", anchor="middle", cls="axis-label"))
@@ -322,8 +321,8 @@ def budget_chart(report: RunReport) -> str:
     parts.append(f'<path d="{line}" fill="none" stroke="{COLORS["budget"]}" '
                  'stroke-width="2.5"/>')
     for index, (what, value, rec) in enumerate(points):
-        promoted = rec is not None and rec.get("verdict") == "promoted"
-        cost = number(rec.get("cost_total")) if rec else None
+        promoted = rec is not None and rec.verdict == "promoted"
+        cost = number(rec.cost_total) if rec is not None else None
         tip = tooltip([what, f"{value:,.0f} rollouts spent",
                        *([f"cost so far {cost:,.4g}"] if cost is not None else [])])
         fill = COLORS["promoted"] if promoted else COLORS["budget"]
@@ -343,14 +342,14 @@ def budget_chart(report: RunReport) -> str:
 
 # -- start -> final per split ------------------------------------------------------------
 
-def split_chart(blocks: list[tuple[str, dict[str, Any]]], chart_id: str) -> str:
+def split_chart(blocks: list[tuple[str, SplitDelta | TestRecord]], chart_id: str) -> str:
     """Final − start delta with its 95% interval, one row per split (test highlighted)."""
     label = "start to final delta with 95% interval per split"
-    rows = [(name, b) for name, b in blocks if number(b.get("delta")) is not None]
+    rows = [(name, b, delta) for name, b in blocks if (delta := number(b.delta)) is not None]
     if not rows:
         return _empty(chart_id, label, "no start-to-final comparison was recorded")
-    values = [0.0] + [v for _, b in rows for v in (number(b.get(k))
-                                                   for k in ("delta", "ci_low", "ci_high"))
+    values = [0.0] + [v for _, b, delta in rows for v in (delta, number(b.ci_low),
+                                                          number(b.ci_high))
                       if v is not None]
     lo, hi = padded(values, 0.08)
     row_h, top, bottom, left, right = 30, 12, 40, 90, 330
@@ -363,12 +362,11 @@ def split_chart(blocks: list[tuple[str, dict[str, Any]]], chart_id: str) -> str:
                           anchor="middle", cls="tick"))
     parts.append(text((left + WIDTH - right) / 2, height - 6, "final − start (mean score)",
                       anchor="middle", cls="axis-label"))
-    for index, (name, b) in enumerate(rows):
+    for index, (name, b, delta) in enumerate(rows):
         mid = top + index * row_h + row_h / 2
         color = COLORS["promoted"] if name == "test" else COLORS["axis"]
-        delta = float(b["delta"])
-        low, high = number(b.get("ci_low")), number(b.get("ci_high"))
-        summary = (f"{fmt(number(b.get('start')))} → {fmt(number(b.get('final')))}   "
+        low, high = number(b.ci_low), number(b.ci_high)
+        summary = (f"{fmt(number(b.start))} → {fmt(number(b.final))}   "
                    f"Δ {delta:+.3f} [{fmt(low, '+.3f')} .. {fmt(high, '+.3f')}]")
         parts.append(f'<g class="mark">{tooltip([name, summary])}')
         parts.append(text(left - 10, mid + 5, name, anchor="end", cls="row-label",

@@ -14,15 +14,23 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from forge.errors import JournalError
-from forge.journal import RunInfo, load_run, read_records
+from forge.journal import RunInfo
+from forge.moves import Move
+from forge.records import (
+    CandidateRecord,
+    EndRecord,
+    ProposalInvalidRecord,
+    StartRecord,
+    StopRecord,
+    TestRecord,
+)
+from forge.review import load_run_records
 from forge.stats import Interval, mean_interval
-from forge.store import iter_jsonl_tolerant
+from forge.store import read_attempts
 
-__all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "mapping", "number",
-           "sequence"]
+__all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "number"]
 
 #: The attempt streams whose seeds every config shares: comparable across steps.
 _STREAMS = ("dev", "val")
@@ -31,23 +39,10 @@ _STREAMS = ("dev", "val")
 _Scores = dict[tuple[str, str], dict[str, dict[int, tuple[float, bool]]]]
 
 
-def number(value: Any) -> float | None:
-    """``value`` as a finite float, or None (journals write None for unknown bounds,
-    and a bool is not a number even though Python says it is)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def mapping(value: Any) -> dict[str, Any]:
-    """A journal field that should be an object; anything else (a damaged or absent
-    field) reads as empty, so one odd record cannot take the whole page down."""
-    return value if isinstance(value, dict) else {}
-
-
-def sequence(value: Any) -> list[Any]:
-    """A journal field that should be a list; anything else reads as empty."""
-    return value if isinstance(value, list) else []
+def number(value: float | None) -> float | None:
+    """``value`` as a finite float, or None (journals write None for unknown bounds, and
+    a hand-edited one may hold a NaN that no chart can place)."""
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 @dataclass(frozen=True)
@@ -56,7 +51,7 @@ class Incumbent:
 
     step: int
     fingerprint: str
-    move: dict[str, Any] | None
+    move: Move | None
     dev: Interval | None
     val: Interval | None
 
@@ -76,48 +71,39 @@ class RunReport:
 
     folder: Path
     info: RunInfo
-    start: dict[str, Any]
-    decisions: list[dict[str, Any]]
-    stop: dict[str, Any] | None
-    test: dict[str, Any] | None
-    end: dict[str, Any] | None
+    start: StartRecord
+    decisions: list[CandidateRecord]
+    stop: StopRecord | None
+    test: TestRecord | None
+    end: EndRecord | None
     incumbents: list[Incumbent]
     last_step: int
     final_fingerprint: str
     has_attempts: bool
     zone: list[ZoneTask]
     dev_tasks_final: int
-    k: int | None
+    k: int
     #: ``proposal_invalid`` records: replies a proposer refused (no move, no rollouts).
-    invalid: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[ProposalInvalidRecord] = field(default_factory=list)
 
     @property
-    def promoted(self) -> list[dict[str, Any]]:
-        return [d for d in self.decisions if d.get("verdict") == "promoted"]
+    def promoted(self) -> list[CandidateRecord]:
+        return [d for d in self.decisions if d.verdict == "promoted"]
 
 
 def load_report(folder: Path) -> RunReport:
     """Read a run folder; a missing or damaged run raises :class:`JournalError`."""
-    info = load_run(folder)
-    records = read_records(folder)
-    journal = folder / "journal.jsonl"
-    start = next((r for r in records if r.get("kind") == "start"), None)
-    if start is None:
+    run = load_run_records(folder)
+    if run.start is None:
         raise JournalError("no start record: the run has not evaluated its start config yet",
-                           file=journal)
-    decisions = [r for r in records if r.get("kind") == "candidate"]
-    for index, record in enumerate(records, start=1):
-        if record.get("kind") == "candidate":
-            _check_decision(record, index, journal)
-    stop, test, end = (_last(records, kind) for kind in ("stop", "test", "end"))
-
-    chain: list[tuple[int, str, dict[str, Any] | None]] = [
-        (0, str(start.get("fingerprint") or info.start_fingerprint), None)]
-    chain += [(int(d["step"]), str(d["candidate"]), d["move"])
-              for d in decisions if d.get("verdict") == "promoted"]
-    final = str(end["final_fingerprint"]) if end and end.get("final_fingerprint") else chain[-1][1]
-    k = info.options.get("k")
-    k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else None
+                           file=folder / "journal.jsonl")
+    info, decisions = run.info, run.candidates
+    chain: list[tuple[int, str, Move | None]] = [(0, run.start.fingerprint, None)]
+    # A promoted record always names its candidate config (forge.records checks it).
+    chain += [(d.step, d.candidate, d.move) for d in decisions
+              if d.verdict == "promoted" and d.candidate is not None]
+    final = run.end.final_fingerprint if run.end is not None else chain[-1][1]
+    k = info.options.k
 
     attempts_path = folder / "attempts.jsonl"
     has_attempts = attempts_path.exists()
@@ -127,42 +113,21 @@ def load_report(folder: Path) -> RunReport:
                             dev=_interval(scores.get((fp, "dev"))),
                             val=_interval(scores.get((fp, "val"))))
                   for step, fp, move in chain]
-    steps = [int(d["step"]) for d in decisions]
-    stop_step = stop.get("step") if stop else None
-    last_step = max([0, *steps, *([stop_step] if isinstance(stop_step, int) else [])])
+    last_step = max([0, *(d.step for d in decisions),
+                     *([run.stop.step] if run.stop is not None else [])])
     final_dev = scores.get((final, "dev"), {})
     zone = [ZoneTask(task_id, passed, scored)
             for task_id, passed, scored in (_counts(task_id, items)
                                             for task_id, items in final_dev.items())
             if 0 < passed < scored]
     zone.sort(key=lambda z: (z.passed / z.scored, z.task_id))
-    return RunReport(folder=folder, info=info, start=start, decisions=decisions, stop=stop,
-                     test=test, end=end, incumbents=incumbents, last_step=last_step,
-                     final_fingerprint=final, has_attempts=has_attempts, zone=zone,
-                     dev_tasks_final=len(final_dev), k=k,
-                     invalid=[r for r in records if r.get("kind") == "proposal_invalid"])
+    return RunReport(folder=folder, info=info, start=run.start, decisions=decisions,
+                     stop=run.stop, test=run.test, end=run.end, incumbents=incumbents,
+                     last_step=last_step, final_fingerprint=final, has_attempts=has_attempts,
+                     zone=zone, dev_tasks_final=len(final_dev), k=k, invalid=run.invalid)
 
 
-def _last(records: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
-    found = [r for r in records if r.get("kind") == kind]
-    return found[-1] if found else None
-
-
-def _check_decision(record: dict[str, Any], index: int, journal: Path) -> None:
-    """The fields every chart reads without a second look; anything else is optional."""
-    step, move = record.get("step"), record.get("move")
-    problem = None
-    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
-        problem = "step is not a positive integer"
-    elif not isinstance(move, dict) or not isinstance(move.get("target"), str):
-        problem = "move has no target"
-    elif record.get("verdict") == "promoted" and not isinstance(record.get("candidate"), str):
-        problem = "a promoted decision names no candidate config"
-    if problem is not None:
-        raise JournalError(f"damaged candidate record {index}: {problem}", file=journal)
-
-
-def _read_scores(path: Path, wanted: set[str], k: int | None) -> _Scores:
+def _read_scores(path: Path, wanted: set[str], k: int) -> _Scores:
     """Scored attempts of the ``wanted`` configs on the shared-seed streams.
 
     Only attempt indices below ``k`` count: the search's own means use those, and
@@ -170,26 +135,16 @@ def _read_scores(path: Path, wanted: set[str], k: int | None) -> _Scores:
     Unscored attempts are left out (never counted as 0), as everywhere in forge.
     """
     out: _Scores = defaultdict(lambda: defaultdict(dict))
-    try:
-        for record in iter_jsonl_tolerant(path):
-            fp, stream, result = record.get("config"), record.get("stream"), record.get("result")
-            if (not isinstance(fp, str) or fp not in wanted or stream not in _STREAMS
-                    or not isinstance(result, dict)):
-                continue
-            attempt, score = result.get("attempt"), result.get("score")
-            if (not isinstance(attempt, int) or isinstance(attempt, bool)
-                    or (k is not None and attempt >= k)):
-                continue
-            if result.get("stop_reason") != "completed" or not isinstance(score, dict):
-                continue
-            value = number(score.get("value"))
-            if value is None:
-                continue
-            # Later lines win, as in the store itself.
-            out[(fp, str(stream))][str(result.get("task_id"))][attempt] = (
-                value, score.get("passed") is True)
-    except ValueError as exc:  # a damaged line mid-file, not a torn tail
-        raise JournalError(f"{exc}; the run's attempt store is damaged") from None
+    for row in read_attempts(path):
+        a = row.result
+        if (row.config not in wanted or row.stream not in _STREAMS or a.attempt >= k
+                or not a.scored or a.score is None):
+            continue
+        value = number(a.score.value)
+        if value is None:
+            continue
+        # Later lines win, as in the store itself.
+        out[(row.config, row.stream)][a.task_id][a.attempt] = (value, a.score.passed)
     return out
 
 

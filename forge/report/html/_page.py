@@ -11,8 +11,8 @@ browser test reads to find the charts in its screenshot).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from forge.records import SplitDelta, TestRecord
 from forge.report.html._charts import (
     budget_chart,
     forest_plot,
@@ -20,7 +20,7 @@ from forge.report.html._charts import (
     score_chart,
     split_chart,
 )
-from forge.report.html._data import RunReport, mapping, number, sequence
+from forge.report.html._data import RunReport, number
 from forge.report.html._svg import esc, fmt
 
 __all__ = ["render_page"]
@@ -95,13 +95,15 @@ def _card(value: str, label: str) -> str:
 
 
 def _summary(report: RunReport) -> str:
-    verdicts = Counter(str(d.get("verdict")) for d in report.decisions)
-    stop, end = report.stop or {}, report.end or {}
-    rollouts = number(end.get("rollouts_used")) or number(stop.get("rollouts_total"))
-    cost = number(end.get("cost_total")) or number(stop.get("cost_total"))
+    verdicts = Counter(d.verdict for d in report.decisions)
+    stop, end = report.stop, report.end
+    rollouts = (end.rollouts_used if end is not None
+                else None if stop is None else stop.rollouts_total)
+    cost = number(end.cost_total if end is not None
+                  else None if stop is None else stop.cost_total)
     cards = [
-        _card(str(stop.get("reason", "unfinished")), "stop reason"),
-        _card(str(stop.get("step", report.last_step)), "steps"),
+        _card(stop.reason if stop is not None else "unfinished", "stop reason"),
+        _card(str(stop.step if stop is not None else report.last_step), "steps"),
         _card(f"{len(report.decisions)}", f"decisions: {verdicts['promoted']} promoted, "
                                            f"{verdicts['rejected']} rejected, "
                                            f"{verdicts['skipped']} skipped"),
@@ -110,8 +112,8 @@ def _summary(report: RunReport) -> str:
     ]
     if report.invalid:  # replies the proposer refused (see forge journal show for each)
         cards.append(_card(str(len(report.invalid)), "invalid proposals (no move)"))
-    why = (f"Stopped after {stop.get('step')} steps: {stop.get('text', stop.get('reason'))}."
-           if stop else "The run has not finished: no stop record (it can be resumed).")
+    why = (f"Stopped after {stop.step} steps: {stop.text}." if stop is not None
+           else "The run has not finished: no stop record (it can be resumed).")
     return f'<div class="cards">{"".join(cards)}</div><p class="caption">{esc(why)}</p>'
 
 
@@ -122,25 +124,23 @@ def _test_section(report: RunReport) -> str:
         out.append('<p class="headline" id="test-result">The test split was not opened: the '
                    "run has not finished, or its bench has no test split.</p>")
     else:
-        delta, low, high = (number(test.get(k)) for k in ("delta", "ci_low", "ci_high"))
+        delta, low, high = number(test.delta), number(test.ci_low), number(test.ci_high)
         if low is not None and low > 0:
             tone, words = "good", "the final config is better on test (the interval excludes 0)"
         elif high is not None and high < 0:
             tone, words = "bad", "the final config is worse on test (the interval excludes 0)"
         else:
             tone, words = "", "no change shown on test (the interval includes 0)"
-        p = number(test.get("p_value_two_sided"))
+        p = number(test.p_value_two_sided)
         out.append(
             f'<p class="headline {tone}" id="test-result"><b>test</b> '
-            f"{esc(fmt(number(test.get('start'))))} → {esc(fmt(number(test.get('final'))))}, "
+            f"{esc(fmt(number(test.start)))} → {esc(fmt(number(test.final)))}, "
             f"Δ {esc(fmt(delta, '+.3f'))} (95% CI {esc(fmt(low, '+.3f'))} .. "
             f"{esc(fmt(high, '+.3f'))}), p = {esc(fmt(p, '.3g'))} two-sided, "
-            f"{esc(test.get('n_tasks', '?'))} tasks: {esc(words)}.</p>")
-    blocks: list[tuple[str, dict[str, Any]]] = []
-    for split in ("dev", "val"):
-        block = mapping(report.end).get(split)
-        if isinstance(block, dict) and block:
-            blocks.append((split, block))
+            f"{esc(test.n_tasks)} tasks: {esc(words)}.</p>")
+    blocks: list[tuple[str, SplitDelta | TestRecord]] = []
+    if report.end is not None:
+        blocks += [("dev", report.end.dev), ("val", report.end.val)]  # empty: not drawn
     if test is not None:
         blocks.append(("test", test))
     if blocks:
@@ -156,13 +156,13 @@ def _promotionsequence(report: RunReport) -> str:
         return '<p class="caption">No promotion: the start config stands.</p>'
     items = []
     for index, d in enumerate(report.promoted, start=1):
-        confirm = mapping(mapping(d.get("dev")).get("confirm"))
-        val = mapping(d.get("val"))
-        items.append(f"<li><b>P{index}</b> step {esc(d['step'])}: <code>"
-                     f"{esc(move_text(d['move']))}</code> · dev confirm "
-                     f"{esc(fmt(number(confirm.get('effect')), '+.3f'))} · val "
-                     f"{esc(fmt(number(val.get('effect')), '+.3f'))} · proposed by "
-                     f"{esc(d.get('proposer', '?'))}</li>")
+        confirm = None if d.dev is None or d.dev.confirm is None else d.dev.confirm.effect
+        val = None if d.val is None else d.val.effect
+        items.append(f"<li><b>P{index}</b> step {esc(d.step)}: <code>"
+                     f"{esc(move_text(d.move))}</code> · dev confirm "
+                     f"{esc(fmt(number(confirm), '+.3f'))} · val "
+                     f"{esc(fmt(number(val), '+.3f'))} · proposed by "
+                     f"{esc(d.proposer)}</li>")
     return f'<ol class="promotions">{"".join(items)}</ol>'
 
 
@@ -171,27 +171,27 @@ def _aux_table(report: RunReport) -> str:
         return '<p class="caption">No promotion, so no auxiliary metrics to compare.</p>'
     metrics: list[str] = []
     for d in report.promoted:
-        for name in mapping(d.get("aux")):
+        for name in d.aux:
             if name not in metrics:
-                metrics.append(str(name))
+                metrics.append(name)
     if not metrics:
         return '<p class="caption">The bench declares no auxiliary metrics.</p>'
     head = "".join(f"<th>{esc(m)}</th>" for m in metrics)
     rows = []
     for d in report.promoted:
-        gates = {str(g.get("name")): g for g in sequence(d.get("gates")) if isinstance(g, dict)}
+        gates = {g.name: g for g in d.gates}
         cells = []
         for metric in metrics:
-            info = mapping(d.get("aux")).get(metric)
-            gate = mapping(gates.get(f"aux:{metric}"))
-            if not isinstance(info, dict):
+            info = d.aux.get(metric)
+            gate = gates.get(f"aux:{metric}")
+            if info is None:
                 cells.append("<td>—</td>")
                 continue
-            tone = "pass" if gate.get("passed") else "fail"
-            cells.append(f'<td class="{tone}">{esc(fmt(number(info.get("before")), ".4g"))} → '
-                         f'{esc(fmt(number(info.get("after")), ".4g"))}'
-                         f"<small>{esc(gate.get('reason', ''))}</small></td>")
-        rows.append(f"<tr><td>{esc(d['step'])}</td><td><code>{esc(move_text(d['move']))}"
+            tone = "pass" if gate is not None and gate.passed else "fail"
+            cells.append(f'<td class="{tone}">{esc(fmt(number(info.before), ".4g"))} → '
+                         f'{esc(fmt(number(info.after), ".4g"))}'
+                         f"<small>{esc(gate.reason if gate is not None else '')}</small></td>")
+        rows.append(f"<tr><td>{esc(d.step)}</td><td><code>{esc(move_text(d.move))}"
                     f"</code></td>{''.join(cells)}</tr>")
     return (f'<table id="aux-table"><tr><th>step</th><th>move</th>{head}</tr>'
             f'{"".join(rows)}</table><p class="caption">Incumbent → candidate on the '
@@ -219,11 +219,12 @@ def _zone_table(report: RunReport) -> str:
 
 def _config_table(report: RunReport) -> str:
     start = report.info.start_config
-    final = mapping(report.end).get("final_config")
-    if not isinstance(final, dict):
+    if report.end is not None:
+        final = dict(report.end.final_config)
+    else:
         final = dict(start)
         for d in report.promoted:
-            final[d["move"]["target"]] = d["move"].get("after")
+            final[d.move.target] = d.move.after
     rows = []
     for key in [*start, *(k for k in final if k not in start)]:
         before, after = start.get(key), final.get(key)
@@ -237,7 +238,7 @@ def _config_table(report: RunReport) -> str:
 def render_page(report: RunReport) -> str:
     """The whole page as one string."""
     info = report.info
-    proposer = info.options.get("proposer", "?")
+    proposer = info.options.proposer
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f'<meta http-equiv="Content-Security-Policy" content="{esc(_CSP)}">',

@@ -1,0 +1,185 @@
+"""Journals and outputs of the forge before issue 13 (the typed journal records) stay readable
+and unchanged.
+
+Two fixtures under ``tests/data``, both written by forge at commit 11dc8f9:
+
+- ``journal_v1/verdicts/``: the run folder of a finished search on the ``verdicts`` bench
+  (``tests/data/verdicts``), with every record kind (``start``, ``proposal_invalid``,
+  ``candidate``, ``stop``, ``test`` with its ``aux`` list, ``end``) and every verdict
+  (promoted; rejected by the dev, val and aux gates; skipped). See its ``make.py``.
+  Today's forge must read it, show it exactly as it did (``journal_v1/verdicts.show.json``),
+  list it, report it and promote it.
+- ``golden/``: what ``forge search --json``, ``forge journal show --json``,
+  ``journal.jsonl`` and ``run.json`` held for a fixed-seed search of a few seconds on the
+  same bench, the values of volatile keys masked. Running that search again must give the same
+  shapes and values, type for type (``1`` is not ``1.0``, ``true`` is not ``1``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import forget_bench_harness, run_forge, run_forge_json
+
+from forge.records import CandidateRecord, EndRecord, ProposalInvalidRecord, TestRecord
+from forge.registry import load_config, load_registry
+from forge.review import STEP_KEYS, load_run_records
+
+DATA = Path(__file__).resolve().parent / "data"
+BENCH = DATA / "verdicts"
+COMPAT = DATA / "journal_v1" / "verdicts"
+GOLDEN = DATA / "golden"
+
+#: Keys that differ between two runs of the same search: the clock, and where it ran.
+VOLATILE = {"at", "elapsed_s"}
+#: Keys records carry since issue 13; a journal of before has none, and reads the same.
+ADDED = {"format_version"}
+
+_forget = forget_bench_harness(BENCH)
+
+
+def canonical(value: Any) -> str:
+    """Type-exact comparison text: JSON with sorted keys (``1`` and ``1.0`` differ)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)
+
+
+def without(record: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+def masked(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the value of each volatile key replaced (the key itself stays)."""
+    return {k: "<volatile>" if k in VOLATILE else v for k, v in record.items()}
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def load_golden(name: str) -> Any:
+    return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def journals(tmp_path: Path) -> Path:
+    """A copy of the compatibility run, its bench path pointing at this checkout's bench
+    (run.json names the folder the run was made in)."""
+    root = tmp_path / "journals"
+    folder = Path(shutil.copytree(COMPAT, root / "verdicts"))
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    info["bench_path"] = str(BENCH / "bench.yaml")
+    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return root
+
+
+# -- (a) a journal written before issue 13 ---------------------------------------------------
+
+def test_the_old_journal_holds_every_kind_and_verdict() -> None:
+    # The fixture itself: what the tests below rely on it to hold.
+    records = read_lines(COMPAT / "journal.jsonl")
+    assert not any("format_version" in r for r in records)
+    assert [r["kind"] for r in records if r["kind"] != "candidate"] == [
+        "start", "proposal_invalid", "stop", "test", "end"]
+    candidates = [r for r in records if r["kind"] == "candidate"]
+    assert {r["verdict"] for r in candidates} == {"promoted", "rejected", "skipped"}
+    failed = {g["name"] for r in candidates for g in r["gates"] if not g["passed"]}
+    assert failed == {"dev", "val", "aux:cost"}
+    assert any(r.get("val") for r in candidates) and any(r.get("aux") for r in candidates)
+    assert next(r for r in records if r["kind"] == "test")["aux"]
+
+
+def test_the_reader_loads_an_old_journal_into_typed_records(journals: Path) -> None:
+    run = load_run_records(journals / "verdicts")
+    assert run.finished and isinstance(run.end, EndRecord) and isinstance(run.test, TestRecord)
+    assert len(run.candidates) == 7 and all(isinstance(r, CandidateRecord)
+                                            for r in run.candidates)
+    assert [type(r) for r in run.invalid] == [ProposalInvalidRecord]
+    assert run.info.options.proposer == "llm" and len(run.info.options.first_moves) == 3
+    assert run.info.options.proposer_info is not None
+    assert [(p.step, p.target) for p in run.promotions] == [(1, "boost")]
+
+
+def test_journal_show_json_of_an_old_journal_is_what_it_was(
+        journals: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shown = run_forge_json(capsys, "journal", "show", "verdicts", "--journals", journals,
+                           "--json")
+    expected = json.loads((COMPAT.parent / "verdicts.show.json").read_text(encoding="utf-8"))
+    assert canonical(shown) == canonical(expected)
+    for step in shown:
+        assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS
+
+
+def test_journal_list_and_show_read_an_old_journal(
+        journals: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [row] = run_forge_json(capsys, "journal", "list", "--journals", journals, "--json")
+    end = read_lines(COMPAT / "journal.jsonl")[-1]
+    assert (row["run_id"], row["status"], row["problem"]) == ("verdicts", "finished", None)
+    assert (row["steps"], row["promotions"], row["stop_reason"]) == (
+        end["steps"], len(end["promotions"]), end["stop_reason"])
+    assert row["candidates"] == 7 and row["rollouts_used"] == end["rollouts_used"]
+    assert row["test"] == end["test"]
+    code, out, err = run_forge(capsys, "journal", "show", "verdicts", "--journals", journals)
+    assert code == 0, err
+    assert "PROMOTED" not in out and "promoted" in out and "invalid" in out
+
+
+def test_report_of_an_old_journal(journals: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "report.html"
+    code, _, err = run_forge(capsys, "report", "verdicts", "--journals", journals,
+                             "--html", page)
+    assert code == 0, err
+    text = page.read_text(encoding="utf-8")
+    assert 'id="test-result"' in text and "headline good" in text
+    assert text.count('<g class="decision ') == 7
+    assert "invalid proposals (no move)" in text
+
+
+def test_promote_and_rollback_of_an_old_journal(journals: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "defaults.yaml"
+    shutil.copy(BENCH / "defaults.yaml", target)
+    result = run_forge_json(capsys, "promote", "verdicts", "--journals", journals,
+                            "--to", target, "--json")
+    assert result["moves"] == [{"step": 1, "target": "boost", "before": False, "after": True}]
+    registry = load_registry(BENCH / "registry.yaml")
+    assert load_config(target, registry).values["boost"] is True
+    code, _, err = run_forge(capsys, "rollback", target)
+    assert code == 0, err
+    assert target.read_bytes() == (BENCH / "defaults.yaml").read_bytes()
+
+
+# -- (b) a search of today against the golden outputs ---------------------------------------
+
+def _search(journals: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    result: dict[str, Any] = run_forge_json(
+        capsys, "search", BENCH, "--proposer", "sweep", "--seed", 1, "--candidates", 5,
+        "--run-id", "golden", "--journals", journals, "--json")
+    return result
+
+
+def test_search_json_and_journal_are_the_golden_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journals = tmp_path / "journals"
+    result = _search(journals, capsys)
+    assert canonical(result) == canonical(load_golden("search.json"))
+
+    shown = run_forge_json(capsys, "journal", "show", "golden", "--journals", journals,
+                           "--json")
+    assert canonical([masked(s) for s in shown]) == canonical(load_golden("show.json"))
+    for step in shown:
+        assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS
+
+    records = read_lines(journals / "golden" / "journal.jsonl")
+    golden = load_golden("journal.json")
+    assert [r["kind"] for r in records] == [r["kind"] for r in golden]
+    for record, expected in zip(records, golden, strict=True):
+        assert canonical(masked(without(record, ADDED))) == canonical(expected)
+
+    info = json.loads((journals / "golden" / "run.json").read_text(encoding="utf-8"))
+    assert canonical(without(info, {"bench_path", "created_at"})) == canonical(
+        load_golden("run.json"))
