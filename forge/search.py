@@ -11,7 +11,6 @@ incumbent are each evaluated once on the test split.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import math
@@ -32,6 +31,7 @@ from forge.proposers._base import EvaluatedConfig, SearchView
 from forge.racing import Rollouts, screen
 from forge.registry import Config
 from forge.results import AttemptResult
+from forge.session import Session
 from forge.stats import PairedTest, paired_test, spent_alpha
 from forge.store import AttemptStore
 from forge.task import Task
@@ -199,20 +199,11 @@ class Search:
             store = AttemptStore(self.folder / "attempts.jsonl")
         except ValueError as exc:  # a damaged line mid-file: not something to run over
             raise JournalError(f"{exc}; the run's attempt store is damaged") from None
-        executor = self.bench.open_executor(self.options.executor)
-        loop = asyncio.new_event_loop()
-        harness = self.bench.build_harness()
-        self.rollouts = Rollouts(self.bench, harness, store, seed=self.options.seed,
-                                 concurrency=self.options.concurrency,
-                                 timeout_s=self.options.timeout_s, loop=loop,
-                                 executor=executor)
-        try:
+        with Session(self.bench, self.options.executor, seed=self.options.seed,
+                     concurrency=self.options.concurrency,
+                     timeout_s=self.options.timeout_s) as session:
+            self.rollouts = Rollouts(self.bench, session, store)
             return self._run()
-        finally:
-            loop.run_until_complete(harness.aclose())
-            loop.close()
-            if executor is not None:
-                executor.close()
 
     def _run(self) -> SearchOutcome:
         opts = self.options
@@ -279,8 +270,7 @@ class Search:
         offered = queued + self.proposer.propose(view, n)
         # A proposer may refuse what its own source produced (an LLM's unusable reply):
         # each refusal is journaled as a record of its own, and the step goes on.
-        drain = getattr(self.proposer, "drain_rejections", None)
-        for item in drain() if callable(drain) else []:
+        for item in self.proposer.drain_rejections():
             self._emit({"proposer": self.proposer.name, **item, "kind": "proposal_invalid",
                         "step": step, "incumbent": incumbent.fingerprint})
         if not offered:  # a proposer with nothing to say falls back to the neighbourhood
