@@ -137,7 +137,7 @@ class ExecutorSettings(ExecutorOptions):
     resume uses the same). Results do not depend on it: not in the env fingerprint."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_name_choices)
-    name: str = Field(default="local", description="local | process | ray")
+    name: str = "local"
 
     def __init__(self, name: str = "local", workers: int | None = None,
                  ray_address: str | None = None) -> None:
