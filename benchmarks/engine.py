@@ -60,7 +60,7 @@ def async_sleeper(seconds: float) -> Callable[..., Any]:
 def run_engine(fn: Callable[..., Any], n: int, concurrency: int) -> float:
     """Seconds to run ``n`` attempts of ``fn`` through the engine (scoring included)."""
     scorer = SCORERS.build(Spec(name="exact"), BuildContext(base_dir=HERE))
-    engine = RolloutEngine(PythonHarness(fn, "bench"), scorer, split="dev", run_seed=1,
+    engine = RolloutEngine(PythonHarness(fn, "bench"), scorer, run_seed=1,
                            concurrency=concurrency, timeout_s=60)
     tasks = [Task(id=f"t{i}", input=i, expected=i) for i in range(max(1, n // 4))]
     keys = [AttemptKey(tasks[i % len(tasks)], i // len(tasks)) for i in range(n)]
@@ -68,7 +68,7 @@ def run_engine(fn: Callable[..., Any], n: int, concurrency: int) -> float:
 
     async def main() -> float:
         t0 = time.perf_counter()
-        results = await engine.run(config, keys)
+        results = await engine.run(config, keys, split="dev")
         elapsed = time.perf_counter() - t0
         assert len(results) == n and all(r.scored and r.passed for r in results)
         return elapsed

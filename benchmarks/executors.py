@@ -39,23 +39,22 @@ WALKSAT = HERE.parent / "benches" / "walksat"
 SLEEPER = HERE / "benches" / "sleeper"
 
 
-def _rate(bench: Bench, executor: Executor | None, keys: list[AttemptKey], *,
+def _rate(bench: Bench, executor: Executor, keys: list[AttemptKey], *,
           concurrency: int, timeout_s: float = 60.0) -> tuple[float, float]:
     """(attempts/s of a timed batch, seconds of the warm-up batch)."""
     harness = bench.build_harness()
-
-    def engine(stream: str) -> RolloutEngine:
-        return RolloutEngine(harness, bench.scorer, split="dev", stream=stream, run_seed=1,
-                             concurrency=concurrency, timeout_s=timeout_s, executor=executor)
+    engine = RolloutEngine(harness, bench.scorer, run_seed=1, concurrency=concurrency,
+                           timeout_s=timeout_s, executor=executor)
 
     loop = asyncio.new_event_loop()
     try:
         warm = keys[: max(1, len(keys) // 4)]
         t0 = time.perf_counter()
-        loop.run_until_complete(engine("warm").run(bench.defaults, warm))
+        loop.run_until_complete(engine.run(bench.defaults, warm, split="dev", stream="warm"))
         warm_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        results = loop.run_until_complete(engine("timed").run(bench.defaults, keys))
+        results = loop.run_until_complete(engine.run(bench.defaults, keys, split="dev",
+                                                     stream="timed"))
         elapsed = time.perf_counter() - t0
         loop.run_until_complete(harness.aclose())
     finally:
@@ -66,7 +65,7 @@ def _rate(bench: Bench, executor: Executor | None, keys: list[AttemptKey], *,
     return len(keys) / elapsed, warm_s
 
 
-def _open(bench: Bench, name: str, workers: int) -> Executor | None:
+def _open(bench: Bench, name: str, workers: int) -> Executor:
     return bench.open_executor(ExecutorSettings(name, workers=workers))
 
 
@@ -78,8 +77,7 @@ def _measure(bench: Bench, name: str, workers: int, keys: list[AttemptKey],
     try:
         rate, warm_s = _rate(bench, executor, keys, concurrency=concurrency)
     finally:
-        if executor is not None:
-            executor.close()
+        executor.close()
     return {"executor": name, "workers": workers if name != "local" else None,
             "concurrency": concurrency if name == "local" else workers,
             "attempts_per_s": round(rate, 2), "start_s": round(open_s + warm_s, 2)}

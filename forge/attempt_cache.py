@@ -8,15 +8,13 @@ or was found in the store (so a resumed search spends what an uninterrupted one 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from forge.bench import Bench
-from forge.executors import Executor
-from forge.harness import Harness
 from forge.registry import Config
 from forge.results import AttemptResult, TaskAttempts
-from forge.rollout import AttemptKey, RolloutEngine
+from forge.rollout import AttemptKey
+from forge.session import Session
 from forge.store import AttemptStore
 from forge.task import Task
 
@@ -26,19 +24,12 @@ __all__ = ["Rollouts"]
 class Rollouts:
     """Attempts for the search, from the store or run now; ``used`` counts requests."""
 
-    def __init__(self, bench: Bench, harness: Harness, store: AttemptStore, *, seed: int,
-                 concurrency: int, timeout_s: float, loop: asyncio.AbstractEventLoop,
-                 executor: Executor | None = None) -> None:
+    def __init__(self, bench: Bench, session: Session, store: AttemptStore) -> None:
         self.bench = bench
-        self.harness = harness
+        # One engine and executor serve every batch, so worker processes and Ray actors
+        # start once per search, not per decision.
+        self.session = session
         self.store = store
-        self.seed = seed
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.loop = loop
-        # Where attempts run (None: in this process); one executor serves every batch,
-        # so worker processes and Ray actors start once per search, not per decision.
-        self.executor = executor
         self.used = 0
         self.cost = 0.0
         self.executed = 0
@@ -71,10 +62,7 @@ class Rollouts:
         missing = [AttemptKey(t, i) for t in tasks for i in attempts
                    if self.store.get(fp, stream, t.id, i) is None]
         if missing:
-            engine = RolloutEngine(self.harness, self.bench.scorer, split=split, stream=stream,
-                                   run_seed=self.seed, concurrency=self.concurrency,
-                                   timeout_s=self.timeout_s, executor=self.executor)
-            results = self.loop.run_until_complete(engine.run(config, missing))
+            results = self.session.attempts(config, missing, split=split, stream=stream)
             self.store.add(fp, stream, results)
             self.executed += len(results)
         out: dict[str, list[AttemptResult]] = {}

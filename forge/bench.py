@@ -8,25 +8,17 @@ one clear line and not a thousand failed attempts).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from forge._digest import canonical_json, digest_of, sha256_hex
 from forge._files import YamlDocument, load_yaml, raise_validation_error, read_jsonl
-from forge.errors import BenchError, InputFileError
-from forge.executors import Executor, ExecutorSettings, open_executor
+from forge.errors import BenchError
+from forge.executors import EXECUTORS, Executor, ExecutorSettings, open_executor
 from forge.harness import HARNESSES, Harness
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.scorers import SCORERS, Scorer
@@ -46,7 +38,6 @@ __all__ = [
 ]
 
 SPLIT_NAMES = ("dev", "val", "test")
-T = TypeVar("T")
 
 
 class _Strict(BaseModel):
@@ -95,23 +86,6 @@ class SearchSettings(_Strict):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
 
-class ExecutorField(_Strict):
-    """Where attempts run by default: ``executor: process`` or ``{name: process, workers: 2}``.
-
-    The CLI's ``--executor``/``--workers``/``--ray-address`` override it. Results do not
-    depend on it, so it is not part of the env fingerprint.
-    """
-
-    name: Literal["local", "process", "ray"] = "local"
-    workers: int | None = Field(default=None, ge=1)
-    ray_address: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_name(cls, v: Any) -> Any:
-        return {"name": v} if isinstance(v, str) else v
-
-
 class BenchFile(_Strict):
     """The bench YAML as written (paths still relative to the file)."""
 
@@ -126,7 +100,7 @@ class BenchFile(_Strict):
     metrics: dict[str, MetricSpec] = Field(default_factory=dict)
     gates: GateSettings = Field(default_factory=GateSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
-    executor: ExecutorField = Field(default_factory=ExecutorField)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
 
     @field_validator("splits")
     @classmethod
@@ -149,6 +123,7 @@ class Bench:
     scorer_spec: Spec
     _scorer: Scorer = field(repr=False)
     _harness_identity: str = field(repr=False)
+    _doc: YamlDocument | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -159,7 +134,7 @@ class Bench:
         return self.path.parent
 
     def context(self, field: str) -> BuildContext:
-        return BuildContext(base_dir=self.folder, file=self.path, field=field)
+        return BuildContext(base_dir=self.folder, file=self.path, field=field, doc=self._doc)
 
     def build_harness(self) -> Harness:
         return HARNESSES.build(self.harness_spec, self.context("harness"))
@@ -167,13 +142,11 @@ class Bench:
     def executor_settings(self, name: str | None = None, workers: int | None = None,
                           ray_address: str | None = None) -> ExecutorSettings:
         """The bench's ``executor`` field, each part overridden when given."""
-        e = self.spec.executor
-        return ExecutorSettings(name=name or e.name, workers=workers or e.workers,
-                                ray_address=ray_address or e.ray_address)
+        return self.spec.executor.override(name, workers, ray_address)
 
-    def open_executor(self, settings: ExecutorSettings) -> Executor | None:
-        """The executor for this bench's harness; None for the local lanes."""
-        return open_executor(settings, self.harness_spec, str(self.folder))
+    def open_executor(self, settings: ExecutorSettings) -> Executor:
+        """The executor ``settings`` name, for this bench's harness."""
+        return open_executor(settings, self.harness_spec, self.folder)
 
     @property
     def scorer(self) -> Scorer:
@@ -233,18 +206,15 @@ def load_bench(path: str | Path) -> Bench:
                 if spec.defaults else registry.defaults())
     splits = _load_splits(folder, spec, doc)
 
-    def ctx(name: str) -> BuildContext:
-        return BuildContext(base_dir=folder, file=bench_path, field=name)
-
-    harness_spec: Spec = _at_line(lambda: HARNESSES.parse(spec.harness, ctx("harness")),
-                                  doc, "harness")
-    scorer_spec: Spec = _at_line(lambda: SCORERS.parse(spec.scorer, ctx("scorer")), doc, "scorer")
-    scorer: Scorer = _at_line(lambda: SCORERS.build(scorer_spec, ctx("scorer")), doc, "scorer")
-    harness: Harness = _at_line(lambda: HARNESSES.build(harness_spec, ctx("harness")), doc,
-                                "harness")
+    ctx = BuildContext(base_dir=folder, file=bench_path, doc=doc)
+    EXECUTORS.plugin(spec.executor.name, ctx.at("executor"))  # an unknown name, with its line
+    harness_spec = HARNESSES.parse(spec.harness, ctx.at("harness"))
+    scorer_spec = SCORERS.parse(spec.scorer, ctx.at("scorer"))
+    scorer = SCORERS.build(scorer_spec, ctx.at("scorer"))
+    harness = HARNESSES.build(harness_spec, ctx.at("harness"))
     return Bench(path=bench_path, spec=spec, registry=registry, defaults=defaults, splits=splits,
                  harness_spec=harness_spec, scorer_spec=scorer_spec, _scorer=scorer,
-                 _harness_identity=harness.identity)
+                 _harness_identity=harness.identity, _doc=doc)
 
 
 def _resolve(folder: Path, relative: str, doc: YamlDocument, field: str) -> Path:
@@ -253,17 +223,6 @@ def _resolve(folder: Path, relative: str, doc: YamlDocument, field: str) -> Path
         raise BenchError(f"file not found: {p}", file=doc.path, field=field,
                          line=doc.line_of(field.split(".")))  # "splits.val": two keys
     return p
-
-
-def _at_line(action: Callable[[], T], doc: YamlDocument, field: str) -> T:
-    """Run ``action``; an error about the bench file without a line gets ``field``'s line."""
-    try:
-        return action()
-    except InputFileError as exc:
-        if exc.line is None and exc.file == str(doc.path):
-            raise type(exc)(exc.message, file=exc.file, field=exc.field,
-                            line=doc.line_of([field])) from None
-        raise
 
 
 def _load_splits(folder: Path, spec: BenchFile, doc: YamlDocument) -> dict[str, list[Task]]:

@@ -1,4 +1,4 @@
-"""Evaluate one config of a bench on one split: the engine plus fingerprints and grouping."""
+"""Evaluate one config of a bench on one split: a session's engine, fingerprints, grouping."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from forge._digest import digest_of
 from forge.bench import Bench
@@ -17,9 +18,10 @@ from forge.executors import ExecutorSettings
 from forge.registry import Config
 from forge.results import AttemptResult, EvalResult, TaskResult
 from forge.rollout import AttemptKey, RolloutEngine
+from forge.session import Session
 from forge.task import Task
 
-__all__ = ["DEFAULT_SEED", "env_components", "evaluate", "evaluate_async"]
+__all__ = ["DEFAULT_SEED", "EvaluateOptions", "env_components", "evaluate", "evaluate_async"]
 
 #: Fixed so that two runs of the same command give the same result.
 DEFAULT_SEED = 20261130
@@ -50,55 +52,84 @@ def select_tasks(bench: Bench, split: str, task_ids: Sequence[str] | None) -> li
     return [by_id[t] for t in dict.fromkeys(task_ids)]
 
 
-async def evaluate_async(
-    bench: Bench,
-    config: Config,
-    *,
-    split: str = "dev",
-    k: int | None = None,
-    seed: int = DEFAULT_SEED,
-    concurrency: int | None = None,
-    timeout_s: float | None = None,
-    task_ids: Sequence[str] | None = None,
-    on_attempt: Callable[[AttemptResult], None] | None = None,
-    on_engine: Callable[[RolloutEngine], None] | None = None,
-    executor: ExecutorSettings | None = None,
-) -> EvalResult:
+class EvaluateOptions(TypedDict, total=False):
+    """The options of :func:`evaluate` and :func:`evaluate_async`, all optional."""
+
+    split: str  # dev
+    k: int | None  # the bench's
+    seed: int  # DEFAULT_SEED
+    concurrency: int | None  # the bench's
+    timeout_s: float | None  # the bench's
+    task_ids: Sequence[str] | None  # every task of the split
+    on_attempt: Callable[[AttemptResult], None] | None  # called with each result
+    on_engine: Callable[[RolloutEngine], None] | None  # with the engine, before it runs
+    executor: ExecutorSettings | None  # the bench's executor field, else local
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """One evaluation as asked for: K attempts of each selected task of one split."""
+
+    bench: Bench
+    config: Config
+    split: str
+    k: int
+    seed: int
+    concurrency: int
+    timeout_s: float
+    tasks: list[Task]
+    executor: ExecutorSettings
+    on_attempt: Callable[[AttemptResult], None] | None
+    on_engine: Callable[[RolloutEngine], None] | None
+
+    @classmethod
+    def of(cls, bench: Bench, config: Config, options: EvaluateOptions) -> _Evaluation:
+        settings = bench.spec.rollouts
+        split = options.get("split", "dev")
+        k = options.get("k")
+        timeout_s = options.get("timeout_s")
+        # The tasks first: a missing split or task is bad input before anything opens.
+        tasks = select_tasks(bench, split, options.get("task_ids"))
+        return cls(bench, config, split, settings.k if k is None else k,
+                   options.get("seed", DEFAULT_SEED),
+                   options.get("concurrency") or settings.concurrency,
+                   settings.timeout_s if timeout_s is None else timeout_s, tasks,
+                   options.get("executor") or bench.executor_settings(),
+                   options.get("on_attempt"), options.get("on_engine"))
+
+    def session(self) -> Session:
+        return Session(self.bench, self.executor, seed=self.seed,
+                       concurrency=self.concurrency, timeout_s=self.timeout_s)
+
+    async def run(self, engine: RolloutEngine) -> EvalResult:
+        if self.on_engine is not None:
+            self.on_engine(engine)
+        keys = [AttemptKey(task, i) for task in self.tasks for i in range(self.k)]
+        started = datetime.now(UTC)
+        t0 = time.monotonic()
+        attempts = await engine.run(self.config, keys, split=self.split,
+                                    on_attempt=self.on_attempt)
+        env = env_components(self.bench, self.split, k=self.k, timeout_s=self.timeout_s)
+        result = EvalResult(
+            bench=self.bench.name, split=self.split, k=self.k, seed=self.seed,
+            config=self.config.as_dict(), config_fingerprint=self.config.fingerprint,
+            env_fingerprint=digest_of(env), env=env, started_at=started,
+            duration_s=time.monotonic() - t0, tasks=_group(self.tasks, attempts))
+        if engine.cancelled:
+            raise EvaluationInterrupted(result)
+        return result
+
+
+async def evaluate_async(bench: Bench, config: Config,
+                         **options: Unpack[EvaluateOptions]) -> EvalResult:
     """K attempts per task of ``split``; raises :class:`EvaluationInterrupted` if cancelled.
 
     ``executor`` says where attempts run (default: the bench's ``executor`` field, else
     ``local``); the result is the same whichever runs them, except for latencies.
     """
-    settings = bench.spec.rollouts
-    k = settings.k if k is None else k
-    timeout_s = settings.timeout_s if timeout_s is None else timeout_s
-    tasks = select_tasks(bench, split, task_ids)
-    remote = bench.open_executor(executor or bench.executor_settings())
-    harness = bench.build_harness()
-    engine = RolloutEngine(harness, bench.scorer, split=split, run_seed=seed,
-                           concurrency=concurrency or settings.concurrency, timeout_s=timeout_s,
-                           executor=remote)
-    if on_engine is not None:
-        on_engine(engine)
-    keys = [AttemptKey(task, i) for task in tasks for i in range(k)]
-    started = datetime.now(UTC)
-    t0 = time.monotonic()
-    try:
-        attempts = await engine.run(config, keys, on_attempt=on_attempt)
-    finally:
-        await harness.aclose()
-        if remote is not None:
-            remote.close()
-    env = env_components(bench, split, k=k, timeout_s=timeout_s)
-    result = EvalResult(
-        bench=bench.name, split=split, k=k, seed=seed, config=config.as_dict(),
-        config_fingerprint=config.fingerprint, env_fingerprint=digest_of(env), env=env,
-        started_at=started, duration_s=time.monotonic() - t0,
-        tasks=_group(tasks, attempts),
-    )
-    if engine.cancelled:
-        raise EvaluationInterrupted(result)
-    return result
+    evaluation = _Evaluation.of(bench, config, options)
+    async with evaluation.session() as session:
+        return await evaluation.run(session.engine)
 
 
 def _group(tasks: Sequence[Task], attempts: Sequence[AttemptResult]) -> list[TaskResult]:
@@ -110,65 +141,29 @@ def _group(tasks: Sequence[Task], attempts: Sequence[AttemptResult]) -> list[Tas
             for t in tasks]
 
 
-def evaluate(bench: Bench, config: Config, **options: Any) -> EvalResult:
-    """Synchronous :func:`evaluate_async`. The first Ctrl-C cancels cleanly (attempts in
-    flight end as ``cancelled``, :class:`EvaluationInterrupted` is raised); a second one
-    stops at once."""
-
-    async def main() -> EvalResult:
-        loop = asyncio.get_running_loop()
-        engines: list[RolloutEngine] = []
-        user_hook = options.pop("on_engine", None)
-
-        def keep(engine: RolloutEngine) -> None:
-            engines.append(engine)
-            if user_hook is not None:
-                user_hook(engine)
-
-        def interrupt() -> None:
-            for engine in engines:
-                engine.cancel()
-            loop.remove_signal_handler(signal.SIGINT)
-
-        handled = threading.current_thread() is threading.main_thread()
-        if handled:
-            loop.add_signal_handler(signal.SIGINT, interrupt)
-        try:
-            return await evaluate_async(bench, config, on_engine=keep, **options)
-        finally:
-            if handled:
-                loop.remove_signal_handler(signal.SIGINT)
-
-    return _run_and_abandon(main())
+def evaluate(bench: Bench, config: Config, **options: Unpack[EvaluateOptions]) -> EvalResult:
+    """Synchronous :func:`evaluate_async`, on an event loop of its own. The first Ctrl-C
+    cancels cleanly (attempts in flight end as ``cancelled``,
+    :class:`EvaluationInterrupted` is raised); a second one stops at once."""
+    evaluation = _Evaluation.of(bench, config, options)
+    with evaluation.session() as session:
+        return session.run(_interruptible(session.engine, evaluation.run(session.engine)))
 
 
-#: How long leftover tasks get to end after the evaluation; the rest are abandoned.
-_SHUTDOWN_GRACE_S = 0.2
+async def _interruptible(engine: RolloutEngine, run: Coroutine[Any, Any, EvalResult]
+                         ) -> EvalResult:
+    """``run``, with the first SIGINT cancelling ``engine`` (in the main thread only)."""
+    loop = asyncio.get_running_loop()
 
+    def interrupt() -> None:
+        engine.cancel()
+        loop.remove_signal_handler(signal.SIGINT)
 
-def _run_and_abandon(coro: Coroutine[Any, Any, EvalResult]) -> EvalResult:
-    """``asyncio.run`` without its last wait: ``asyncio.run`` cancels the tasks left over
-    and waits for every one of them, so an async harness that ignores cancellation (its
-    attempt already recorded as a timeout) would hold the evaluation forever. Leftovers
-    get a short grace to end, then are abandoned with the loop."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
+    handled = threading.current_thread() is threading.main_thread()
+    if handled:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
     try:
-        return loop.run_until_complete(coro)
+        return await run
     finally:
-        try:
-            leftovers = asyncio.all_tasks(loop)
-            for task in leftovers:
-                task.cancel()
-            if leftovers:
-                loop.run_until_complete(asyncio.wait(leftovers, timeout=_SHUTDOWN_GRACE_S))
-            for task in leftovers:
-                if task.done() and not task.cancelled():
-                    task.exception()  # retrieved: no "never retrieved" log
-                elif not task.done():
-                    task._log_destroy_pending = False  # type: ignore[attr-defined]
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)

@@ -72,8 +72,7 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     # Built once before the run folder exists: an unknown proposer, a bad option, or one
     # that cannot start (llm without an endpoint) writes nothing. No I/O without run_dir.
     probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=seed)
-    describe = getattr(probe, "journal_form", None)
-    proposer_info = describe() if callable(describe) else None
+    proposer_info = probe.journal_form()
     options = _options(bench, max_steps=max_steps, patience=patience,
                        budget_rollouts=budget_rollouts, k=k, seed=seed,
                        concurrency=concurrency, candidates_per_step=candidates_per_step,

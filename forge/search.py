@@ -11,7 +11,6 @@ incumbent are each evaluated once on the test split.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import logging
@@ -54,6 +53,7 @@ from forge.records import (
 )
 from forge.registry import Config
 from forge.results import TaskAttempts
+from forge.session import Session
 from forge.stats import PairedTest, paired_test, spent_alpha
 from forge.store import AttemptStore
 from forge.task import Task
@@ -283,20 +283,11 @@ class Search:
     def run(self) -> SearchOutcome:
         # A damaged line mid-file raises JournalError: not something to run over.
         store = AttemptStore(self.folder / "attempts.jsonl")
-        executor = self.bench.open_executor(self.options.executor)
-        loop = asyncio.new_event_loop()
-        harness = self.bench.build_harness()
-        self.rollouts = Rollouts(self.bench, harness, store, seed=self.options.seed,
-                                 concurrency=self.options.concurrency,
-                                 timeout_s=self.options.timeout_s, loop=loop,
-                                 executor=executor)
-        try:
+        with Session(self.bench, self.options.executor, seed=self.options.seed,
+                     concurrency=self.options.concurrency,
+                     timeout_s=self.options.timeout_s) as session:
+            self.rollouts = Rollouts(self.bench, session, store)
             return self._run()
-        finally:
-            loop.run_until_complete(harness.aclose())
-            loop.close()
-            if executor is not None:
-                executor.close()
 
     def _run(self) -> SearchOutcome:
         opts = self.options
@@ -362,8 +353,7 @@ class Search:
         offered = queued + self.proposer.propose(view, n)
         # A proposer may refuse what its own source produced (an LLM's unusable reply):
         # each refusal is journaled as a record of its own, and the step goes on.
-        drain = getattr(self.proposer, "drain_rejections", None)
-        for item in drain() if callable(drain) else []:
+        for item in self.proposer.drain_rejections():
             self._emit(ProposalInvalidRecord.model_validate(
                 {"proposer": self.proposer.name, **item, "step": step,
                  "incumbent": incumbent.fingerprint}))

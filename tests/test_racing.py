@@ -9,7 +9,6 @@ order (``dev-00``, ``dev-01``, ...), four chunks of ten.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,8 +17,10 @@ from conftest import read_calls, search_tasks, write_search_bench
 
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, load_bench
+from forge.executors import ExecutorSettings
 from forge.racing import ScreenOutcome, screen
 from forge.registry import Config
+from forge.session import Session
 from forge.stats import paired_test
 from forge.store import AttemptStore
 
@@ -67,14 +68,8 @@ def bench(tmp_path: Path) -> Bench:
 
 @pytest.fixture
 def cache(bench: Bench, tmp_path: Path) -> Iterator[Rollouts]:
-    loop = asyncio.new_event_loop()
-    harness = bench.build_harness()
-    try:
-        yield Rollouts(bench, harness, AttemptStore(tmp_path / "attempts.jsonl"), seed=7,
-                       concurrency=4, timeout_s=10.0, loop=loop)
-    finally:
-        loop.run_until_complete(harness.aclose())
-        loop.close()
+    with Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0) as session:
+        yield Rollouts(bench, session, AttemptStore(tmp_path / "attempts.jsonl"))
 
 
 @pytest.fixture

@@ -435,13 +435,14 @@ def test_cancel_mid_run_ends_in_flight_attempts_as_cancelled(make_bench: MakeBen
 
     async def main() -> tuple[list[AttemptResult], float]:
         harness = bench.build_harness()
-        engine = RolloutEngine(harness, bench.scorer, split="dev", run_seed=1,
+        engine = RolloutEngine(harness, bench.scorer, run_seed=1,
                                concurrency=2, timeout_s=20)
         asyncio.get_running_loop().call_later(0.5, engine.cancel)
         t0 = time.monotonic()
         try:
             results = await engine.run(bench.defaults,
-                                       [AttemptKey(t, 0) for t in bench.tasks("dev")])
+                                       [AttemptKey(t, 0) for t in bench.tasks("dev")],
+                                       split="dev")
             return results, time.monotonic() - t0
         finally:
             await harness.aclose()
@@ -475,14 +476,14 @@ def test_a_cancelled_evaluation_raises_interrupted_with_the_partial_result(
 
 def test_running_no_keys_returns_nothing(arith_bench: Bench) -> None:
     async def main() -> list[AttemptResult]:
-        engine = RolloutEngine(arith_bench.build_harness(), arith_bench.scorer, split="dev",
+        engine = RolloutEngine(arith_bench.build_harness(), arith_bench.scorer,
                                run_seed=1, concurrency=2, timeout_s=1)
-        return await engine.run(arith_bench.defaults, [])
+        return await engine.run(arith_bench.defaults, [], split="dev")
 
     assert asyncio.run(main()) == []
 
 
 def test_the_engine_refuses_zero_concurrency(arith_bench: Bench) -> None:
     with pytest.raises(ValueError, match="concurrency"):
-        RolloutEngine(arith_bench.build_harness(), arith_bench.scorer, split="dev",
+        RolloutEngine(arith_bench.build_harness(), arith_bench.scorer,
                       run_seed=1, concurrency=0, timeout_s=1)

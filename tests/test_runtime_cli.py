@@ -11,8 +11,8 @@ import pytest
 from conftest import read_calls, write_search_bench
 from test_cli import assert_user_error, forge, forge_json
 
-from forge import cli
 from forge.bench import load_bench
+from forge.commands import _common
 from forge.moves import Move
 from forge.registry import Registry, load_registry
 from forge.runtime import RuntimeMutator, runtime_first_moves
@@ -88,7 +88,7 @@ def test_report_json_counts_per_signal_and_rule(capsys: pytest.CaptureFixture[st
 
 def test_report_table(capsys: pytest.CaptureFixture[str], journal: Path,
                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli._out, "width", 200)  # one line per row, whatever the terminal
+    monkeypatch.setattr(_common.out, "width", 200)  # one line per row, whatever the terminal
     code, out, err = forge(capsys, "runtime", "report", journal)
     assert code == 0, err
     assert "slow → knob up" in out and "cap reached ×4" in out

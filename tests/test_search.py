@@ -23,7 +23,7 @@ from forge.bench import BudgetSettings, load_bench
 from forge.cli import main
 from forge.launch import launch_search
 from forge.moves import Move
-from forge.proposers import Proposal, SearchView
+from forge.proposers import Proposal, Proposer, SearchView
 from forge.records import AnyRecord
 from forge.registry import Config
 from forge.search import STOP_TEXT, Search, SearchOptions, SearchOutcome
@@ -414,7 +414,7 @@ def test_a_screening_fluke_is_refused_on_fresh_seeds_at_spent_levels(
 
 # -- proposals ----------------------------------------------------------------------------
 
-class ScriptedProposer:
+class ScriptedProposer(Proposer):
     """Proposes a fixed list of moves each step (some illegal) and records what it saw."""
 
     name = "scripted"

@@ -1,68 +1,72 @@
 """Executors: where attempts run (``local``, ``process``, ``ray``), chosen by name.
 
-:func:`open_executor` builds one for a bench; ``None`` means the engine's own
-in-process lanes (``local``). Only the ``python`` harness can run in other
-processes: it is re-imported there from its ``module:function`` target.
+Each executor registers itself in :data:`EXECUTORS` next to its class; importing this
+package imports them all. :func:`open_executor` builds the one that settings name for
+a bench's harness. Only the ``python`` harness can run in other processes: it is
+re-imported there from its ``module:function`` target.
 """
 
 from __future__ import annotations
 
-from forge.errors import UserError
+from pathlib import Path
+
+from forge.errors import OptionError
 from forge.executors._base import (
+    EXECUTORS,
+    AttemptKey,
+    Batch,
     Executor,
+    ExecutorContext,
+    ExecutorOptions,
     ExecutorSettings,
-    WorkItem,
-    WorkOutcome,
-    run_item,
+    Prepared,
 )
-from forge.executors.local import LOCAL
+from forge.executors.local import LocalExecutor
+from forge.executors.process import ProcessExecutor
+from forge.executors.ray import RayExecutor
+from forge.executors.remote import RemoteExecutor, WorkItem, WorkOutcome, run_item
 from forge.spec import Spec
 
 __all__ = [
     "EXECUTORS",
+    "AttemptKey",
+    "Batch",
     "Executor",
+    "ExecutorContext",
+    "ExecutorOptions",
     "ExecutorSettings",
+    "LocalExecutor",
+    "Prepared",
+    "ProcessExecutor",
+    "RayExecutor",
+    "RemoteExecutor",
     "WorkItem",
     "WorkOutcome",
     "check_executor",
+    "executor_class",
     "open_executor",
     "run_item",
 ]
 
-#: The executor names forge knows.
-EXECUTORS = (LOCAL, "process", "ray")
+
+def executor_class(name: str) -> type[Executor]:
+    """The executor registered as ``name``; an unknown one is an :class:`OptionError`."""
+    found = EXECUTORS.get(name)
+    if found is None:
+        raise OptionError(f"expected one of {', '.join(EXECUTORS.names())}, got {name!r}",
+                          option="--executor")
+    return found
 
 
 def check_executor(settings: ExecutorSettings, harness_spec: Spec) -> None:
-    """Raise :class:`UserError` if ``settings`` cannot serve this harness: an unknown
+    """Raise :class:`OptionError` if ``settings`` cannot serve this harness: an unknown
     name, a harness that cannot leave the process, or Ray not installed. Starts nothing."""
-    if settings.name not in EXECUTORS:
-        raise UserError(f"--executor {settings.name!r}: expected one of {', '.join(EXECUTORS)}")
-    if settings.workers is not None and settings.workers < 1:
-        raise UserError("--workers: must be at least 1")
-    if settings.name == LOCAL:
-        return
-    if harness_spec.name != "python":
-        raise UserError(f"--executor {settings.name}: only the 'python' harness can run in "
-                        f"worker processes; this bench uses {harness_spec.name!r}")
-    if settings.name == "ray":
-        from forge.executors.ray import import_ray
-
-        import_ray()
+    executor_class(settings.name).check(settings, harness_spec)
 
 
-def open_executor(settings: ExecutorSettings, harness_spec: Spec, base_dir: str
-                  ) -> Executor | None:
-    """The executor ``settings`` names, or None for ``local``; raises :class:`UserError`
-    as :func:`check_executor` does. Process workers start on first use; Ray starts now."""
+def open_executor(settings: ExecutorSettings, harness_spec: Spec, base_dir: Path) -> Executor:
+    """The executor ``settings`` names; raises :class:`OptionError` as
+    :func:`check_executor` does. Process workers start on first use; Ray starts now."""
     check_executor(settings, harness_spec)
-    if settings.name == LOCAL:
-        return None
-    target = str(harness_spec.args["target"])
-    if settings.name == "process":
-        from forge.executors.process import ProcessExecutor
-
-        return ProcessExecutor(target, base_dir, workers=settings.workers)
-    from forge.executors.ray import RayExecutor
-
-    return RayExecutor(target, base_dir, workers=settings.workers, address=settings.ray_address)
+    ctx = ExecutorContext(base_dir=base_dir, field="executor", harness=harness_spec)
+    return EXECUTORS.build(settings.spec, ctx)

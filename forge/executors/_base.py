@@ -1,190 +1,211 @@
 """The executor protocol: where the attempts of one batch run.
 
-An executor takes work items (config values, task, attempt, seed, split, timeout)
-and reports one :class:`WorkOutcome` per item: the harness's output already checked
-by :func:`forge.rollout._as_run_output`, or a failure with its reason. Scoring stays
-in the parent (the scorer is built there), so a result depends only on the output,
-never on where the harness ran: every executor gives the same seeds, scores and
+The rollout engine hands an executor a :class:`Batch`: the attempts of one config
+to run, and the engine's own steps for each of them (prepare it, judge what the
+harness returned, record the result). An executor decides only *where* and *in
+what order* the harness is called: ``local`` on this process's event loop or thread
+lanes, ``process`` and ``ray`` in workers elsewhere. Judging stays with the engine
+(the scorer is built in this process), so a result depends only on the harness's
+output, never on where it ran: every executor gives the same seeds, scores and
 decisions.
 
-The in-process lanes of :class:`forge.rollout.RolloutEngine` are the ``local``
-executor; remote executors (``process``, ``ray``) implement :class:`Executor`.
+The executor plugins register here, each next to its class (``@EXECUTORS.register``).
+One settings model, :class:`ExecutorSettings`, is the bench's ``executor:`` field,
+the CLI's ``--executor`` / ``--workers`` / ``--ray-address``, and run.json's
+``options.executor``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import inspect
-import math
-import threading
-import time
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from forge.harness._base import AttemptContext, AttemptTimeout, RunOutput
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from forge._files import validation_problem
+from forge.errors import OptionError
+from forge.harness._base import AttemptContext, Harness, RunOutput
+from forge.spec import BuildContext, Plugin, PluginRegistry, Spec
 from forge.task import Task
 
-__all__ = [
-    "ChunkQueue","Executor", "ExecutorSettings", "Outcome", "WorkItem", "WorkOutcome", "run_item"]
+if TYPE_CHECKING:
+    from forge.results import AttemptResult, StopReason
 
-Outcome = Literal["ok", "error", "timeout", "lost"]
+__all__ = [
+    "EXECUTORS",
+    "AttemptKey",
+    "Batch",
+    "Executor",
+    "ExecutorContext",
+    "ExecutorOptions",
+    "ExecutorSettings",
+    "Prepared",
+]
 
 
 @dataclass(frozen=True)
-class ExecutorSettings:
-    """Which executor and how big: journaled with a search so a resume uses the same."""
+class AttemptKey:
+    """Which attempt to run: a task of the split and the attempt's index."""
 
+    task: Task
+    attempt: int
+
+
+@dataclass
+class Prepared:
+    """One attempt as the engine prepared it: its seed, private copies of the config and
+    the task, the harness's context, and when it started (monotonic clock)."""
+
+    key: AttemptKey
+    seed: int
+    start: float
+    config: dict[str, Any]
+    task: Task
+    ctx: AttemptContext
+    end: float | None = None  # when the harness call ended; judging comes after
+    overran: bool = False  # not done when its wait ended: timed out, or cancelled
+
+
+class Batch(Protocol):
+    """The attempts of one engine run, as an executor sees them.
+
+    ``prepare(i)`` makes attempt ``i`` (of ``size``) ready to run; ``judge`` turns what
+    the harness returned (or raised) into its result (``judge_here`` on a thread that
+    is not ``loop``'s, waiting there for an async scorer), ``score`` does the same for an
+    output already checked elsewhere (a remote worker), ``finish`` records an attempt
+    that produced nothing to judge; each result goes to ``record(i, result)``. Once
+    ``cancelled``, start nothing more; ``on_cancel`` says whom to wake when that
+    happens (None: nobody), ``cancel`` is the executor's way to stop the batch itself.
+    """
+
+    harness: Harness
+    size: int
+    split: str
+    concurrency: int
+    timeout_s: float
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def on_cancel(self, wake: Callable[[], None] | None) -> None: ...
+
+    def prepare(self, i: int) -> Prepared: ...
+
+    def judge(self, p: Prepared, raw: Any, exc: BaseException | None
+              ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]: ...
+
+    def judge_here(self, p: Prepared, raw: Any, exc: BaseException | None,
+                   loop: asyncio.AbstractEventLoop) -> AttemptResult: ...
+
+    def score(self, p: Prepared, output: RunOutput
+              ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]: ...
+
+    def finish(self, p: Prepared, stop: StopReason, error: str | None = None
+               ) -> AttemptResult: ...
+
+    def record(self, i: int, result: AttemptResult) -> None: ...
+
+    def task_text(self, p: Prepared) -> str: ...
+
+
+class ExecutorOptions(BaseModel):
+    """How big an executor is. ``workers``: processes or actors (None: the cores);
+    ``ray_address``: the Ray cluster to join (None: start a local one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    workers: int | None = Field(default=None, ge=1,
+                                description="worker processes or Ray actors (default: the cores)")
+    ray_address: str | None = Field(default=None,
+                                    description="join this Ray cluster (default: a local one)")
+
+
+def _name_choices(schema: dict[str, Any]) -> None:
+    # In the JSON Schema (``forge schema``) the name lists the registered executors,
+    # read when the schema is made: every executor has registered by then.
+    schema["properties"]["name"]["enum"] = EXECUTORS.names()
+
+
+class ExecutorSettings(ExecutorOptions):
+    """Which executor and how big: ``executor: process`` or ``{name: process, workers: 2}``
+    in a bench, ``--executor`` / ``--workers`` / ``--ray-address`` on the command line
+    (which override the bench, part by part), ``options.executor`` in run.json (so a
+    resume uses the same). Results do not depend on it: not in the env fingerprint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_name_choices)
     name: str = "local"
-    workers: int | None = None  # None: the machine's cores
-    ray_address: str | None = None
+
+    def __init__(self, name: str = "local", workers: int | None = None,
+                 ray_address: str | None = None) -> None:
+        try:
+            BaseModel.__init__(self, name=name, workers=workers, ray_address=ray_address)
+        except ValidationError as exc:
+            problem = validation_problem(exc)
+            raise OptionError(problem.message,
+                              option="--" + problem.field.replace("_", "-")) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    def override(self, name: str | None = None, workers: int | None = None,
+                 ray_address: str | None = None) -> ExecutorSettings:
+        """These settings with each part given replaced."""
+        return ExecutorSettings(name or self.name, workers or self.workers,
+                                ray_address or self.ray_address)
+
+    @property
+    def spec(self) -> Spec:
+        return Spec(name=self.name, args={"workers": self.workers,
+                                          "ray_address": self.ray_address})
 
     def journal_form(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers, "ray_address": self.ray_address}
 
 
-@dataclass(frozen=True)
-class WorkItem:
-    """One attempt to run remotely; ``index`` is its place in the engine's batch."""
+@dataclass(frozen=True, kw_only=True)
+class ExecutorContext(BuildContext):
+    """A build context that also names the harness the executor will run."""
 
-    index: int
-    config: dict[str, Any]
-    task_json: str
-    seed: int
-    attempt: int
-    split: str
-    timeout_s: float
+    harness: Spec
+
+    @staticmethod
+    def of(ctx: BuildContext) -> ExecutorContext:
+        """``ctx`` itself; ``TypeError`` unless it is an executor context."""
+        if not isinstance(ctx, ExecutorContext):
+            raise TypeError("an executor is built with an ExecutorContext (the harness spec)")
+        return ctx
 
 
-@dataclass(frozen=True)
-class WorkOutcome:
-    """What became of one item.
+class Executor(Plugin, ABC):
+    """Runs the batches of one evaluation or search, then is closed. The contract:
 
-    ``ok``: ``output`` holds the harness's valid output. ``error``: the harness raised
-    or returned something invalid; ``error`` says what, exactly as the local lanes
-    word it. ``timeout``: no result within the item's timeout. ``lost``: the worker
-    died or the task was lost; ``error`` gives the reason.
+    - ``run_batch`` runs every attempt of the batch it is not cancelled before, and
+      hands each result to ``batch.record``; a failing worker never raises out of it
+      (its attempts come back as errors, with the reason).
+    - ``check`` (a class method) refuses, before anything starts, settings or a harness
+      the executor cannot serve; by default it serves any.
+    - ``close`` releases what the executor holds (workers, a cluster); by default nothing.
     """
 
-    index: int
-    kind: Outcome
-    output: RunOutput | None = None
-    error: str | None = None
-    duration_s: float = 0.0
+    name: ClassVar[str]
+    options_model = ExecutorOptions
+
+    @classmethod
+    def check(cls, settings: ExecutorSettings, harness: Spec) -> None:
+        """Any harness, any size: nothing to refuse."""
+
+    @abstractmethod
+    async def run_batch(self, batch: Batch) -> None: ...
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
-OnOutcome = Callable[[WorkOutcome], None]
-
-
-class Executor(Protocol):
-    """Runs batches of work items; one executor serves many batches, then is closed.
-
-    ``run`` blocks (the engine calls it from a thread), calls ``on_outcome`` once per
-    item as results arrive (from any thread), and stops starting items once
-    ``cancelled()`` is true; items it never reported are the engine's to settle.
-    A failing worker never raises out of ``run``: its items come back ``lost``.
-    """
-
-    name: str
-
-    def run(self, items: Sequence[WorkItem], on_outcome: OnOutcome,
-            cancelled: Callable[[], bool]) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def load_harness(target: str, base_dir: str) -> Callable[..., Any]:
-    """The harness function, imported in a worker (once per worker).
-
-    Also imports what :func:`run_item` needs: the parent times each attempt from the
-    moment the worker is ready, so no first attempt may pay for forge's imports.
-    """
-    import forge.rollout  # noqa: F401 - warm-up, see above
-    from forge.harness.python import import_target
-
-    fn, _ = import_target(target, Path(base_dir))
-    return fn
-
-
-def run_item(fn: Callable[..., Any], item: WorkItem) -> WorkOutcome:
-    """Run one attempt in this process, as the local lanes would, and check its output.
-
-    Every exception of the harness (even SystemExit) is data, as on the local lanes.
-    """
-    from forge.rollout import _as_run_output
-
-    task = Task.model_validate_json(item.task_json)
-    start = time.monotonic()
-    ctx = AttemptContext.model_construct(seed=item.seed, attempt=item.attempt, split=item.split,
-                                         timeout_s=item.timeout_s,
-                                         deadline=start + item.timeout_s)
-    try:
-        raw = fn(item.config, task, ctx)
-        if inspect.isawaitable(raw):
-            raw = asyncio.run(_awaited(raw))
-    except BaseException as exc:
-        kind: Outcome = "timeout" if isinstance(exc, AttemptTimeout) else "error"
-        return WorkOutcome(item.index, kind, None, f"{type(exc).__name__}: {exc}",
-                           time.monotonic() - start)
-    duration = time.monotonic() - start
-    try:
-        output = _as_run_output(raw)
-    except ValueError as err:
-        return WorkOutcome(item.index, "error", None, str(err), duration)
-    return WorkOutcome(item.index, "ok", output, None, duration)
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
-
-
-def run_item_bounded(fn: Callable[..., Any], item: WorkItem) -> tuple[WorkOutcome, bool]:
-    """:func:`run_item` on a daemon thread, given up after the item's timeout.
-
-    Returns the outcome and whether a call was abandoned still running (the worker
-    should then be replaced: the stuck call keeps its thread and its CPU).
-    """
-    box: list[WorkOutcome] = []
-    t = threading.Thread(target=lambda: box.append(run_item(fn, item)), daemon=True)
-    t.start()
-    t.join(item.timeout_s)
-    if box:
-        return box[0], False
-    return WorkOutcome(item.index, "timeout", None, f"no result within {item.timeout_s:g} s",
-                       item.timeout_s), True
-
-
-class ChunkQueue:
-    """Work items cut into chunks, about ``per_worker`` chunks per worker and at most
-    ``max_chunk`` items each: big enough to keep IPC overhead low, small enough that
-    the workers finish together. Thread-safe; ``take`` returns None when empty or
-    cancelled."""
-
-    def __init__(self, items: Sequence[WorkItem], workers: int,
-                 cancelled: Callable[[], bool], *, per_worker: int = 4,
-                 max_chunk: int = 64) -> None:
-        size = max(1, min(max_chunk, math.ceil(len(items) / (workers * per_worker))))
-        self._chunks: collections.deque[list[WorkItem]] = collections.deque(
-            list(items[i:i + size]) for i in range(0, len(items), size))
-        self._lock = threading.Lock()
-        self._cancelled = cancelled
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-    def take(self) -> list[WorkItem] | None:
-        with self._lock:
-            return self._chunks.popleft() if self._chunks and not self._cancelled() else None
-
-    def put_back(self, chunk: list[WorkItem]) -> None:
-        """Return the unfinished rest of a chunk to the front of the queue."""
-        if chunk:
-            with self._lock:
-                self._chunks.appendleft(chunk)
-
-    def put_back_singly(self, chunk: list[WorkItem]) -> None:
-        """Return a chunk as one-item chunks (to find the one item that breaks a worker)."""
-        with self._lock:
-            self._chunks.extendleft([[item] for item in reversed(chunk)])
+#: Every executor by name; see :class:`ExecutorSettings` for how one is chosen.
+EXECUTORS: PluginRegistry[Executor] = PluginRegistry("executor", Executor)

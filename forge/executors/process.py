@@ -23,11 +23,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Self
 
-from forge.executors._base import (
+from forge.executors._base import EXECUTORS, ExecutorOptions
+from forge.executors.remote import (
     ChunkQueue,
     OnOutcome,
+    RemoteExecutor,
     WorkItem,
     WorkOutcome,
     load_harness,
@@ -40,8 +42,6 @@ __all__ = ["ProcessExecutor"]
 _POLL_S = 0.05
 #: Slack on each timeout for the round trip through the pipe (s).
 _IPC_SLACK_S = 0.05
-#: Chunks per worker per batch: enough to balance uneven attempts, few enough that
-#: one message carries many attempts.
 
 
 def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
@@ -110,7 +110,8 @@ class _Worker:
             self.conn.close()
 
 
-class ProcessExecutor:
+@EXECUTORS.register("process")
+class ProcessExecutor(RemoteExecutor):
     """A process per core (or ``workers``), started on first use, kept between batches."""
 
     name = "process"
@@ -123,6 +124,10 @@ class ProcessExecutor:
             raise ValueError("workers must be at least 1")
         self._pool: list[_Worker | None] = [None] * self.workers
         self.replaced = 0  # workers killed or found dead and started again
+
+    @classmethod
+    def for_target(cls, target: str, base_dir: str, options: ExecutorOptions) -> Self:
+        return cls(target, base_dir, workers=options.workers)
 
     def run(self, items: Sequence[WorkItem], on_outcome: OnOutcome,
             cancelled: Callable[[], bool]) -> None:

@@ -14,17 +14,20 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
-from forge.errors import UserError
-from forge.executors._base import (
+from forge.errors import OptionError
+from forge.executors._base import EXECUTORS, ExecutorOptions, ExecutorSettings
+from forge.executors.remote import (
     ChunkQueue,
     OnOutcome,
+    RemoteExecutor,
     WorkItem,
     WorkOutcome,
     load_harness,
     run_item_bounded,
 )
+from forge.spec import Spec
 
 __all__ = ["RayExecutor", "import_ray"]
 
@@ -34,12 +37,12 @@ _CHUNK_SLACK_S = 60.0
 
 
 def import_ray() -> Any:
-    """The ``ray`` module, or a one-line :class:`UserError` saying how to install it."""
+    """The ``ray`` module, or a one-line :class:`OptionError` saying how to install it."""
     try:
         import ray
     except ImportError:
-        raise UserError("--executor ray: Ray is not installed; install forge[ray] "
-                        "(pip install 'forge[ray]')") from None
+        raise OptionError("Ray is not installed; install forge[ray] "
+                          "(pip install 'forge[ray]')", option="--executor") from None
     return ray
 
 
@@ -58,7 +61,8 @@ class _Runner:
         return outcomes, tainted
 
 
-class RayExecutor:
+@EXECUTORS.register("ray")
+class RayExecutor(RemoteExecutor):
     """``workers`` actors (default: the cluster's CPUs, or the local cores)."""
 
     name = "ray"
@@ -81,6 +85,15 @@ class RayExecutor:
         self.workers = workers or max(1, cpus)
         self._actor_cls = self.ray.remote(num_cpus=1, max_restarts=0)(_Runner)
         self._actors: list[Any] = [None] * self.workers
+
+    @classmethod
+    def check(cls, settings: ExecutorSettings, harness: Spec) -> None:
+        super().check(settings, harness)
+        import_ray()
+
+    @classmethod
+    def for_target(cls, target: str, base_dir: str, options: ExecutorOptions) -> Self:
+        return cls(target, base_dir, workers=options.workers, address=options.ray_address)
 
     def _actor(self, slot: int) -> Any:
         if self._actors[slot] is None:

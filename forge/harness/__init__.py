@@ -1,12 +1,14 @@
 """Harness adapters: how forge drives the program under tuning.
 
-One :class:`PluginRegistry` by name; a bench names its harness as a spec
+Each adapter registers itself in :data:`HARNESSES` next to its class; importing this
+package imports them all. A bench names its harness as a spec
 (``{python: "harness:run"}``) and :func:`build_harness` rebuilds it.
 """
 
 from __future__ import annotations
 
 from forge.harness._base import (
+    HARNESSES,
     AttemptContext,
     AttemptTimeout,
     Harness,
@@ -18,7 +20,7 @@ from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
 from forge.harness.openai import OpenAIHarness
 from forge.harness.python import PythonHarness
-from forge.spec import BuildContext, PluginRegistry, Spec
+from forge.spec import BuildContext, Spec
 
 __all__ = [
     "HARNESSES",
@@ -34,12 +36,6 @@ __all__ = [
     "Usage",
     "build_harness",
 ]
-
-HARNESSES: PluginRegistry[Harness] = PluginRegistry("harness")
-HARNESSES.register("python", shorthand="target")(PythonHarness.from_args)
-HARNESSES.register("command", shorthand="argv")(CommandHarness.from_args)
-HARNESSES.register("http", shorthand="url")(HttpHarness.from_args)
-HARNESSES.register("openai")(OpenAIHarness.from_args)
 
 
 def build_harness(spec: Spec, ctx: BuildContext) -> Harness:

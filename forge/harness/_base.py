@@ -1,14 +1,24 @@
-"""The harness protocol: what forge hands a harness for one attempt and what it gets back."""
+"""The harness protocol: what forge hands a harness for one attempt and what it gets back.
+
+The harness plugins register here, each next to its class (``@HARNESSES.register``).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticSerializationError
 
+from forge._files import validation_problem
+from forge.spec import Plugin, PluginRegistry
 from forge.task import Task
 
-__all__ = ["AttemptContext", "AttemptTimeout", "Harness", "RunOutput", "ToolCall", "Usage"]
+__all__ = ["HARNESSES", "AttemptContext", "AttemptTimeout", "Harness", "RunOutput", "ToolCall",
+           "Usage"]
 
 
 class AttemptTimeout(TimeoutError):
@@ -46,6 +56,36 @@ class RunOutput(BaseModel):
     signals: list[str] = Field(default_factory=list)
     trace: Any = None
 
+    @classmethod
+    def coerce(cls, value: Any) -> RunOutput:
+        """What a harness returned, as a RunOutput whose content survives JSON.
+
+        ``ValueError`` says what is wrong with it: not a RunOutput or a dict of its
+        fields, a non-finite metric or cost, or content that cannot be serialised.
+        """
+        if isinstance(value, RunOutput):
+            output = value
+        elif isinstance(value, dict):
+            try:
+                output = cls.model_validate(value)
+            except ValidationError as exc:
+                problem = validation_problem(exc)
+                raise ValueError(f"invalid output: {problem.field}: {problem.message}"
+                                 ) from None
+        else:
+            raise ValueError("invalid output: expected RunOutput or dict, got "
+                             f"{type(value).__name__}")
+        for name, metric in output.metrics.items():
+            if not math.isfinite(metric):
+                raise ValueError(f"invalid output: metric {name!r} is {metric}")
+        if output.cost is not None and not math.isfinite(output.cost):
+            raise ValueError(f"invalid output: cost is {output.cost}")
+        try:
+            output.model_dump_json()
+        except PydanticSerializationError as exc:
+            raise ValueError(f"output cannot be serialised: {exc}") from None
+        return output
+
 
 class AttemptContext(BaseModel):
     """Per-attempt facts for the harness.
@@ -63,8 +103,7 @@ class AttemptContext(BaseModel):
     deadline: float
 
 
-@runtime_checkable
-class Harness(Protocol):
+class Harness(Plugin, ABC):
     """Runs one attempt. The contract:
 
     - ``identity`` is a stable string that changes when the harness's behaviour can
@@ -73,14 +112,26 @@ class Harness(Protocol):
       hang (forge enforces the timeout), and returns a :class:`RunOutput` or a dict.
     - ``aclose`` releases what the harness holds; called once per evaluation.
 
-    Optional: a harness whose work is a plain blocking function may expose it as
-    ``sync_callable`` (same arguments as ``run``); the engine then calls it on its
-    own thread lanes, saving an event-loop round trip per attempt.
+    Optional: a harness whose work is a plain blocking function exposes it as
+    ``sync_callable`` (same arguments as ``run``); the local executor then calls it
+    on its own thread lanes, saving an event-loop round trip per attempt.
     """
 
     @property
+    @abstractmethod
     def identity(self) -> str: ...
 
+    @abstractmethod
     async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> Any: ...
 
+    @abstractmethod
     async def aclose(self) -> None: ...
+
+    @property
+    def sync_callable(self) -> Callable[..., Any] | None:
+        """None: the harness is driven through ``run`` only."""
+        return None
+
+
+#: Every harness by name; a bench names its harness as a spec (``{python: "harness:run"}``).
+HARNESSES: PluginRegistry[Harness] = PluginRegistry("harness", Harness)

@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
 from forge._threads import DaemonThreadPool
-from forge.errors import BenchError
 from forge.harness._base import ToolCall
 from forge.harness.python import import_target
 from forge.spec import BuildContext
@@ -173,46 +172,43 @@ def _failed(name: str, args: dict[str, Any], error: str) -> tuple[ToolCall, str]
     return ToolCall(name=name, args=args, ok=False, error=error), f"error: {error}"
 
 
-def load_tools(target: str, ctx: BuildContext, field: str) -> tuple[list[Tool], str]:
+def load_tools(target: str, ctx: BuildContext) -> tuple[list[Tool], str]:
     """The tools ``module:attr`` names in the bench folder (a list or tuple of
     functions, or a dict of them by name) and an identity that changes with the
-    source of the module and of the bench's folder."""
+    source of the module and of the bench's folder. ``ctx`` is the place of ``target``
+    in the bench, which every error names."""
     module, sep, attr = target.partition(":")
     if not sep or not module or not attr:
-        raise BenchError(f"expected 'module:attr', got {target!r}", file=ctx.file, field=field)
+        raise ctx.error(f"expected 'module:attr', got {target!r}")
     # import_target wants a callable; the module's bound __getattribute__ is one. So
     # the tools module gets the python harness's import path, its reloading of stale
     # modules and its source identity, unchanged.
-    getter, identity = import_target(f"{module}:__getattribute__", ctx.base_dir,
-                                     file=ctx.file, field=field)
+    getter, identity = import_target(f"{module}:__getattribute__", ctx.base_dir, where=ctx)
     first, *rest = attr.split(".")
     try:
         value: Any = getter(first)
         for part in rest:
             value = getattr(value, part)
     except AttributeError:
-        raise BenchError(f"module {module!r} has no attribute {attr!r}", file=ctx.file,
-                         field=field) from None
+        raise ctx.error(f"module {module!r} has no attribute {attr!r}") from None
     if isinstance(value, Mapping):
         pairs = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, list | tuple):
         pairs = [(str(getattr(v, "__name__", "")), v) for v in value]
     else:
-        raise BenchError(f"{target!r} is a {type(value).__name__}; expected a list of "
-                         "functions", file=ctx.file, field=field)
+        raise ctx.error(f"{target!r} is a {type(value).__name__}; expected a list of functions")
     tools: list[Tool] = []
     for name, fn in pairs:
         if not callable(fn):
-            raise BenchError(f"{target!r}: {fn!r} is not a function", file=ctx.file,
-                             field=field)
+            raise ctx.error(f"{target!r}: {fn!r} is not a function")
         try:
             tools.append(tool_from_function(fn, name or None))
         except ValueError as exc:
-            raise BenchError(str(exc), file=ctx.file, field=field) from None
+            raise ctx.error(str(exc)) from None
     seen: set[str] = set()
     for tool in tools:
         if tool.name in seen:
-            raise BenchError(f"two tools are named {tool.name!r}", file=ctx.file, field=field)
+            raise ctx.error(f"two tools are named {tool.name!r}")
         seen.add(tool.name)
     # Named for what the bench wrote, not for the accessor used to import it.
     source = identity.removeprefix(f"python:{module}:__getattribute__:")

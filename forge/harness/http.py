@@ -59,8 +59,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from forge.errors import BenchError
-from forge.harness._base import AttemptContext, RunOutput
+from forge._files import validation_problem
+from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput
 from forge.secrets import redact, register_secret, secret_from_env
 from forge.spec import BuildContext
 from forge.task import Task
@@ -152,8 +152,11 @@ class _Failure:
     retry_after: float | None = None
 
 
-class HttpHarness:
+@HARNESSES.register("http", shorthand="url")
+class HttpHarness(Harness):
     """POSTs each attempt to ``settings.url``; one :class:`httpx.AsyncClient` per harness."""
+
+    options_model = HttpSettings
 
     def __init__(self, settings: HttpSettings, headers: dict[str, str]) -> None:
         self.settings = settings
@@ -253,10 +256,9 @@ class HttpHarness:
         try:
             output = RunOutput.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"]) or "body"
+            problem = validation_problem(exc)
             return _Failure("final", f"HTTP {status} with a body that is not a RunOutput: "
-                                     f"{where}: {redact(first['msg'])}")
+                                     f"{problem.field or 'body'}: {redact(problem.message)}")
         return output, len(content)
 
     def _next_wait(self, failure: _Failure, tries: int, deadline: float
@@ -298,16 +300,15 @@ class HttpHarness:
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> HttpHarness:
         settings = HttpSettings.model_validate(args)
-        field = ".".join(filter(None, [ctx.field, "http", "headers_from_env"]))
         headers: dict[str, str] = {}
         for header, variable in settings.headers_from_env.items():
+            where = ("http", "headers_from_env", header)
             value = secret_from_env(variable)
             if value is None:
-                raise BenchError(f"environment variable {variable} is not set or empty",
-                                 file=ctx.file, field=f"{field}.{header}")
+                raise ctx.error(f"environment variable {variable} is not set or empty", *where)
             if "\r" in value or "\n" in value:
-                raise BenchError(f"the value of {variable} holds a line break; not a "
-                                 "header value", file=ctx.file, field=f"{field}.{header}")
+                raise ctx.error(f"the value of {variable} holds a line break; not a "
+                                "header value", *where)
             scheme, _, credential = value.partition(" ")
             if scheme.isalpha() and credential.strip():
                 # "Bearer <token>": a service or a log may echo the token alone.

@@ -52,7 +52,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import to_jsonable_python
 
 from forge._digest import digest_of
-from forge.harness._base import AttemptContext, RunOutput, ToolCall, Usage
+from forge._files import validation_problem
+from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput, ToolCall, Usage
 from forge.harness._tools import Tool, ToolBox, load_tools
 from forge.llm.client import API_KEY_ENV, ChatClient, ChatReply, Endpoint
 from forge.spec import BuildContext
@@ -142,8 +143,11 @@ class _Tally:
         self.cut = self.cut or reply.finish_reason == "length"
 
 
-class OpenAIHarness:
+@HARNESSES.register("openai")
+class OpenAIHarness(Harness):
     """Runs the agent loop; one :class:`ChatClient` and one tool thread pool per harness."""
+
+    options_model = OpenAISettings
 
     def __init__(self, endpoint: Endpoint, settings: OpenAISettings, tools: list[Tool],
                  tools_identity: str) -> None:
@@ -166,9 +170,8 @@ class OpenAIHarness:
         try:
             s = _RunSettings.model_validate(config)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            raise ValueError(f"setting {'.'.join(map(str, first['loc']))}: {first['msg']}"
-                             ) from None
+            problem = validation_problem(exc)
+            raise ValueError(f"setting {problem.field}: {problem.message}") from None
         variant = s.system_prompt or next(iter(self.settings.system_prompts))
         if variant not in self.settings.system_prompts:
             raise ValueError(f"system_prompt {variant!r} is not one of the bench's "
@@ -237,8 +240,7 @@ class OpenAIHarness:
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> OpenAIHarness:
         settings = OpenAISettings.model_validate(args)
-        field = ".".join(filter(None, [ctx.field, "openai"]))
-        tools, tools_identity = (load_tools(settings.tools, ctx, field + ".tools")
+        tools, tools_identity = (load_tools(settings.tools, ctx.at("openai", "tools"))
                                  if settings.tools else ([], "none"))
         what = "bench " + (ctx.file.parent.name if ctx.file and ctx.file.name == "bench.yaml"
                            else str(ctx.file or ctx.base_dir))

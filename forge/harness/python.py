@@ -11,27 +11,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from forge._digest import file_digest
 from forge._threads import DaemonThreadPool
 from forge.errors import BenchError
-from forge.harness._base import AttemptContext
+from forge.harness._base import HARNESSES, AttemptContext, Harness
 from forge.spec import BuildContext
 from forge.task import Task
 
-__all__ = ["PythonHarness", "import_target"]
+__all__ = ["PythonHarness", "PythonOptions", "import_target"]
 
 
-def import_target(target: str, base_dir: Path, *, file: Path | None = None,
-                  field: str | None = None) -> tuple[Callable[..., Any], str]:
+def import_target(target: str, base_dir: Path, *, where: BuildContext | None = None
+                  ) -> tuple[Callable[..., Any], str]:
     """Import ``module:attr`` with ``base_dir`` first on the import path.
 
     Returns the callable and an identity that changes when the module's source does.
     A module of the same name imported earlier from another folder (two benches each
-    with a ``harness.py``) is re-imported from ``base_dir``.
+    with a ``harness.py``) is re-imported from ``base_dir``. ``where`` is the spec that
+    names the target, for the file, field and line of a :class:`BenchError`.
     """
+    def error(message: str) -> BenchError:
+        return where.error(message) if where is not None else BenchError(message)
+
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise BenchError(f"expected 'module:function', got {target!r}", file=file, field=field)
+        raise error(f"expected 'module:function', got {target!r}")
     base = str(base_dir.resolve())
     # First on the path even if an earlier bench left it further down: loading bench A,
     # then B, then A again must find A's module, not B's.
@@ -46,16 +52,14 @@ def import_target(target: str, base_dir: Path, *, file: Path | None = None,
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure of user code is bad input
-        raise BenchError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}",
-                         file=file, field=field) from None
+        raise error(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise BenchError(f"module {module_name!r} has no attribute {attr!r}",
-                             file=file, field=field)
+            raise error(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise BenchError(f"{target!r} is not callable", file=file, field=field)
+        raise error(f"{target!r} is not callable")
     source = getattr(module, "__file__", None)
     digest = file_digest(source) if source else "builtin"
     if source:
@@ -119,9 +123,19 @@ class HarnessExit(Exception):
         super().__init__(f"SystemExit: {exc.code}")
 
 
-class PythonHarness:
+class PythonOptions(BaseModel):
+    """The ``python:`` argument of a bench's harness: the function to call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    target: str
+
+
+@HARNESSES.register("python", shorthand="target")
+class PythonHarness(Harness):
     """Calls ``fn(config, task, ctx)``; async functions are awaited, sync ones run in
     daemon threads so that one which never returns cannot hold the process."""
+
+    options_model = PythonOptions
 
     def __init__(self, fn: Callable[..., Any], identity: str) -> None:
         self._fn = fn
@@ -156,12 +170,6 @@ class PythonHarness:
 
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> PythonHarness:
-        target = args.get("target")
-        unknown = set(args) - {"target"}
-        if unknown:
-            raise ValueError(f"unknown argument(s) {sorted(unknown)}; expected 'target'")
-        if not isinstance(target, str):
-            raise ValueError("expected 'module:function'")
-        fn, identity = import_target(target, ctx.base_dir, file=ctx.file,
-                                     field=".".join(filter(None, [ctx.field, "python"])))
+        options = PythonOptions.model_validate(args)
+        fn, identity = import_target(options.target, ctx.base_dir, where=ctx.at("python"))
         return cls(fn, identity)

@@ -3,21 +3,27 @@
 A proposer sees the incumbent, the registry, the configs evaluated so far with
 their *dev* scores, and the incumbent's *dev* attempts (outputs, signals, stop
 reasons). It never sees val or test data: :class:`SearchView` does not carry them.
+
+The proposer plugins register here, each next to its class (``@PROPOSERS.register``).
 """
 
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from forge.moves import Move
 from forge.registry import Config, Registry, Scalar
 from forge.results import AttemptResult
+from forge.spec import BuildContext, Plugin, PluginRegistry
 
-__all__ = ["EvaluatedConfig", "Proposal", "Proposer", "SearchView"]
+__all__ = ["PROPOSERS", "EvaluatedConfig", "Proposal", "Proposer", "ProposerContext",
+           "SearchView"]
 
 
 class Proposal(BaseModel):
@@ -54,8 +60,28 @@ class SearchView:
     rng: random.Random = field(repr=False)
 
 
-@runtime_checkable
-class Proposer(Protocol):
+@dataclass(frozen=True, kw_only=True)
+class ProposerContext(BuildContext):
+    """A build context that also carries what a proposer needs from the run.
+
+    ``run_dir`` is the run's folder (None: keep everything in memory); ``seed`` the
+    run seed, from which model-based proposers derive their samplers' seeds.
+    """
+
+    registry: Registry
+    run_dir: Path | None = None
+    seed: int = 0
+
+    @staticmethod
+    def of(ctx: BuildContext) -> ProposerContext:
+        """``ctx`` itself; ``TypeError`` unless it is a proposer context."""
+        if not isinstance(ctx, ProposerContext):
+            raise TypeError("a proposer is built with a ProposerContext (registry, run_dir, "
+                            "seed)")
+        return ctx
+
+
+class Proposer(Plugin, ABC):
     """Proposes candidate moves. The contract:
 
     - ``propose(view, n)`` returns up to ``n`` proposals, best first. A proposal may
@@ -67,14 +93,34 @@ class Proposer(Protocol):
       by replay. It must not do I/O that a replay would repeat differently.
     - Deterministic given the view (use ``view.rng`` for randomness).
 
-    Optional: ``drain_rejections() -> list[dict]`` returns (and forgets) what the
-    proposer refused since the last call, e.g. an unusable model reply; the search
-    journals each dict as a ``proposal_invalid`` record (``step``, ``proposer``,
-    ``incumbent`` added) right after ``propose``.
+    Optional hooks, which do nothing unless a proposer overrides them:
+    :meth:`journal_form` (what run.json records about the proposer) and
+    :meth:`drain_rejections` (what it refused since the last call).
     """
 
     name: str
 
+    @abstractmethod
     def propose(self, view: SearchView, n: int) -> list[Proposal]: ...
 
+    @abstractmethod
     def observe(self, config: Config, dev_mean: float) -> None: ...
+
+    def journal_form(self) -> dict[str, Any] | None:
+        """What run.json keeps about this proposer beyond its name; None: nothing."""
+        return None
+
+    def drain_rejections(self) -> list[dict[str, Any]]:
+        """What the proposer refused since the last call (and forgets it), e.g. an unusable
+        model reply; the search journals each as a ``proposal_invalid`` record
+        (``step``, ``proposer``, ``incumbent`` added) right after ``propose``."""
+        return []
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        ProposerContext.of(ctx)
+        return super().from_args(args, ctx)
+
+
+#: Every proposer by name; ``--proposer NAME`` and run.json's ``proposer`` name one.
+PROPOSERS: PluginRegistry[Proposer] = PluginRegistry("proposer", Proposer)

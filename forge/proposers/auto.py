@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Self
 
-from forge.proposers._base import Proposal, SearchView
-from forge.proposers.optuna_ranked import OptunaProposer
+from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
+from forge.proposers.optuna_ranked import OptunaOptions, OptunaProposer
 from forge.proposers.reflect import ReflectProposer
 from forge.registry import Config, Registry
+from forge.spec import BuildContext
 
 __all__ = ["AutoProposer"]
 
 
-class AutoProposer:
+@PROPOSERS.register("auto")
+class AutoProposer(Proposer):
     """Reflection's hinted moves first, then the rest of ``view.untried`` ranked by TPE.
 
     A failure signal with a hint is direct evidence about the incumbent, so it goes
@@ -24,12 +27,19 @@ class AutoProposer:
     """
 
     name: str = "auto"
+    options_model = OptunaOptions
 
     def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
                  n_startup_trials: int = 4, n_samples: int = 32) -> None:
         self.reflect = ReflectProposer()
         self.optuna = OptunaProposer(registry, run_dir=run_dir, seed=seed,
                                      n_startup_trials=n_startup_trials, n_samples=n_samples)
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        run = ProposerContext.of(ctx)
+        options = OptunaOptions.model_validate(args)
+        return cls(run.registry, run_dir=run.run_dir, seed=run.seed, **options.model_dump())
 
     def propose(self, view: SearchView, n: int) -> list[Proposal]:
         """Up to ``n`` proposals: reflection's, then Optuna's, without repeats."""

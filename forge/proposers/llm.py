@@ -38,13 +38,15 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from forge._jsonl import cut_torn_tail, read_jsonl_tolerant
 from forge.errors import JournalError
 from forge.llm.client import ChatClient, Endpoint, LLMError
 from forge.moves import Move
-from forge.proposers._base import Proposal, SearchView
+from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._llm_prompt import MAX_PROMPT_BYTES, build_messages, clip
 from forge.registry import (
     BoolSetting,
@@ -56,8 +58,9 @@ from forge.registry import (
     same_value,
 )
 from forge.secrets import redact
+from forge.spec import BuildContext
 
-__all__ = ["CACHE_FILE", "MAX_PROMPT_BYTES", "LLMProposer", "build_messages"]
+__all__ = ["CACHE_FILE", "MAX_PROMPT_BYTES", "LLMOptions", "LLMProposer", "build_messages"]
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +188,16 @@ def _legal_move(view: SearchView, name: str, raw: Any) -> Move:
 # -- the proposer -------------------------------------------------------------------------
 
 
-class LLMProposer:
+class LLMOptions(BaseModel):
+    """The ``llm`` proposer's options: how the model is asked."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, ge=16, le=8192)
+
+
+@PROPOSERS.register("llm")
+class LLMProposer(Proposer):
     """One request per step to ``endpoint``; one move back, or a journaled refusal.
 
     ``run_dir`` None keeps replies in memory (no resume). :meth:`observe` does
@@ -193,6 +205,7 @@ class LLMProposer:
     """
 
     name: str = "llm"
+    options_model = LLMOptions
 
     def __init__(self, registry: Registry, endpoint: Endpoint, *, run_dir: Path | None = None,
                  temperature: float = 0.0, max_tokens: int = 400) -> None:
@@ -207,6 +220,15 @@ class LLMProposer:
         self.cache_path = None if run_dir is None else run_dir / CACHE_FILE
         if self.cache_path is not None:
             self._load_cache(self.cache_path)
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        run = ProposerContext.of(ctx)
+        options = LLMOptions.model_validate(args)
+        # A missing FORGE_OPENAI_BASE_URL is a UserError here, before any run folder exists.
+        endpoint = Endpoint.from_env(what="--proposer llm")
+        return cls(run.registry, endpoint, run_dir=run.run_dir,
+                   temperature=options.temperature, max_tokens=options.max_tokens)
 
     def journal_form(self) -> dict[str, Any]:
         """What run.json records about this proposer: which model, how asked (no key)."""

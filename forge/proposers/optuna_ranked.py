@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import optuna
 from optuna.distributions import (
@@ -35,9 +35,10 @@ from optuna.distributions import (
 )
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import FrozenTrial
+from pydantic import BaseModel, ConfigDict, Field
 
 from forge.moves import Move
-from forge.proposers._base import Proposal, SearchView
+from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
 from forge.registry import (
     BoolSetting,
@@ -50,8 +51,9 @@ from forge.registry import (
     Setting,
     same_value,
 )
+from forge.spec import BuildContext
 
-__all__ = ["JOURNAL_FILE", "STUDY_NAME", "OptunaProposer", "quiet_optuna"]
+__all__ = ["JOURNAL_FILE", "STUDY_NAME", "OptunaOptions", "OptunaProposer", "quiet_optuna"]
 
 JOURNAL_FILE = "optuna.journal"
 STUDY_NAME = "forge"
@@ -133,7 +135,16 @@ def _param(setting: Setting) -> _Param:
     return _Param(setting, CategoricalDistribution(choices))
 
 
-class OptunaProposer:
+class OptunaOptions(BaseModel):
+    """The options of the proposers built on an Optuna study (``optuna``, ``auto``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    n_startup_trials: int = Field(default=4, ge=0)
+    n_samples: int = Field(default=32, ge=1)
+
+
+@PROPOSERS.register("optuna")
+class OptunaProposer(Proposer):
     """Ranks ``view.untried`` with a TPE sampler fed by every observed config.
 
     Contract:
@@ -164,6 +175,7 @@ class OptunaProposer:
     """
 
     name: str = "optuna"
+    options_model = OptunaOptions
 
     def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
                  n_startup_trials: int = 4, n_samples: int = 32) -> None:
@@ -193,6 +205,12 @@ class OptunaProposer:
                 sampler=self._sampler(self.seed), load_if_exists=True)
         self._stored = {t.user_attrs.get(_FINGERPRINT)
                         for t in self.study.get_trials(deepcopy=False)}
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        run = ProposerContext.of(ctx)
+        options = OptunaOptions.model_validate(args)
+        return cls(run.registry, run_dir=run.run_dir, seed=run.seed, **options.model_dump())
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:

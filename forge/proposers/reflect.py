@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from forge.moves import Move
-from forge.proposers._base import Proposal, SearchView
+from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
 from forge.proposers._common import describe_move
 from forge.registry import (
     BoolSetting,
@@ -81,7 +81,8 @@ def hinted_move(registry: Registry, config: Config, target: str, direction: str)
     return Move(target=target, before=current, after=after)
 
 
-class ReflectProposer:
+@PROPOSERS.register("reflect")
+class ReflectProposer(Proposer):
     """Maps the incumbent's failure signals through ``registry.hints`` to moves.
 
     Signals are taken most frequent first (ties by name, so the order does not

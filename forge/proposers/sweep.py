@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from forge.proposers._base import Proposal, SearchView
+from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
 from forge.registry import Config
 
 __all__ = ["SweepProposer"]
 
 
-class SweepProposer:
+@PROPOSERS.register("sweep")
+class SweepProposer(Proposer):
     """Proposes the incumbent's untried neighbours in a random order.
 
     The order comes from ``view.rng`` alone, so a step's proposals are reproducible

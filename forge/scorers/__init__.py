@@ -1,7 +1,8 @@
 """Scorers: how forge judges one completed attempt.
 
-One :class:`PluginRegistry` by name; a bench names its scorer as a spec and
-:func:`build_scorer` rebuilds it. Importing this package registers every scorer:
+Each scorer registers itself in :data:`SCORERS` next to its class; importing this
+package imports them all. A bench names its scorer as a spec and
+:func:`build_scorer` rebuilds it:
 
 ==============  ===========  ==========================================================
 name            shorthand    options (defaults)
@@ -29,14 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.scorers._base import Score, Scorer
+from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers.code import CodeScorer
-from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer, composite_factory
+from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer
 from forge.scorers.judge import JudgeScorer
 from forge.scorers.numeric import NumericScorer
 from forge.scorers.text import ContainsScorer, ExactScorer, RegexScorer
 from forge.scorers.toolcall import ToolCallScorer
-from forge.spec import BuildContext, PluginRegistry, Spec
+from forge.spec import BuildContext, Spec
 
 __all__ = [
     "SCORERS",
@@ -55,18 +56,6 @@ __all__ = [
     "build_scorer",
     "parse_scorer",
 ]
-
-SCORERS: PluginRegistry[Scorer] = PluginRegistry("scorer")
-SCORERS.register("exact")(ExactScorer.from_args)
-SCORERS.register("contains", shorthand="text")(ContainsScorer.from_args)
-SCORERS.register("regex", shorthand="pattern")(RegexScorer.from_args)
-SCORERS.register("numeric")(NumericScorer.from_args)
-SCORERS.register("code", shorthand="target")(CodeScorer.from_args)
-SCORERS.register("toolcall")(ToolCallScorer.from_args)
-SCORERS.register("judge", shorthand="rubric")(JudgeScorer.from_args)
-SCORERS.register("all", shorthand="scorers")(composite_factory("all", SCORERS))
-SCORERS.register("any", shorthand="scorers")(composite_factory("any", SCORERS))
-SCORERS.register("weighted", shorthand="scorers")(composite_factory("weighted", SCORERS))
 
 
 def parse_scorer(value: Any, ctx: BuildContext) -> Spec:

@@ -1,16 +1,21 @@
-"""The scorer protocol and the Score it returns."""
+"""The scorer protocol and the Score it returns.
+
+The scorer plugins register here, each next to its class (``@SCORERS.register``).
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.harness._base import RunOutput
+from forge.spec import Plugin, PluginRegistry
 from forge.task import Task
 
-__all__ = ["Score", "Scorer"]
+__all__ = ["SCORERS", "Score", "Scorer"]
 
 
 class Score(BaseModel):
@@ -28,8 +33,7 @@ class Score(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-@runtime_checkable
-class Scorer(Protocol):
+class Scorer(Plugin, ABC):
     """Judges one attempt. The contract:
 
     - ``digest`` is a sha256 that changes whenever the verdicts could (its spec, and
@@ -40,6 +44,12 @@ class Scorer(Protocol):
     """
 
     @property
+    @abstractmethod
     def digest(self) -> str: ...
 
+    @abstractmethod
     def score(self, task: Task, output: RunOutput) -> Score | Awaitable[Score]: ...
+
+
+#: Every scorer by name; a bench names its scorer as a spec (``{regex: "^\\d+$"}``).
+SCORERS: PluginRegistry[Scorer] = PluginRegistry("scorer", Scorer)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from forge._digest import canonical_json, digest_of
+from forge.scorers._base import Scorer
 from forge.spec import BuildContext
 
 __all__ = [
@@ -49,12 +50,12 @@ def spec_digest(name: str, options: BaseModel, **extra: Any) -> str:
 OptionsT = TypeVar("OptionsT", bound=Options)
 
 
-class OptionScorer(Generic[OptionsT]):
+class OptionScorer(Scorer, Generic[OptionsT]):
     """Base of the scorers whose verdicts depend on their options alone.
 
-    Subclasses set ``name`` and ``options_model`` and implement ``score``; the digest
-    is :func:`spec_digest` of the validated options, and ``from_args`` is the factory
-    the scorer registry calls.
+    Subclasses set ``name`` and ``options_model``, implement ``score`` and register
+    themselves; the digest is :func:`spec_digest` of the validated options, and
+    ``from_args`` is the factory the scorer registry calls.
     """
 
     name: ClassVar[str]

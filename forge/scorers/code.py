@@ -11,7 +11,7 @@ from pydantic import Field
 
 from forge.harness._base import RunOutput
 from forge.harness.python import import_target
-from forge.scorers._base import Score
+from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options, quote, spec_digest
 from forge.spec import BuildContext
 from forge.task import Task
@@ -24,7 +24,8 @@ class CodeOptions(Options):
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
-class CodeScorer:
+@SCORERS.register("code", shorthand="target")
+class CodeScorer(Scorer):
     """Calls ``fn(task, output)`` and reads its verdict.
 
     ``fn`` is imported like a ``python`` harness, with the bench's folder first on the
@@ -44,6 +45,7 @@ class CodeScorer:
     """
 
     name: ClassVar[str] = "code"
+    options_model = CodeOptions
 
     def __init__(self, options: CodeOptions, fn: Callable[..., Any], identity: str) -> None:
         self.options = options
@@ -97,6 +99,5 @@ class CodeScorer:
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> CodeScorer:
         options = CodeOptions.model_validate(args)
-        fn, identity = import_target(options.target, ctx.base_dir, file=ctx.file,
-                                     field=".".join(filter(None, [ctx.field, cls.name])))
+        fn, identity = import_target(options.target, ctx.base_dir, where=ctx.at(cls.name))
         return cls(options, fn, identity)

@@ -15,22 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from abc import abstractmethod
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Self
 
 from pydantic import Field
 
 from forge._digest import digest_of
 from forge.harness._base import RunOutput
-from forge.scorers._base import Score, Scorer
+from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options
-from forge.spec import BuildContext, PluginRegistry
+from forge.spec import BuildContext
 from forge.task import Task
 
-__all__ = ["AllScorer", "AnyScorer", "Child", "WeightedScorer", "composite_factory"]
-
-Factory = Callable[[dict[str, Any], BuildContext], Scorer]
+__all__ = ["AllScorer", "AnyScorer", "Child", "WeightedScorer"]
 
 
 @dataclass(frozen=True)
@@ -41,11 +40,23 @@ class Child:
     scorer: Scorer
     weight: float = 1.0
 
+    @classmethod
+    def build(cls, raw: Any, ctx: BuildContext, weight: float = 1.0) -> Child:
+        """The child ``raw`` (any scorer spec) written at ``ctx``: its errors name that place,
+        e.g. ``scorer.all[1].regex.pattern``."""
+        spec = SCORERS.parse(raw, ctx)
+        return cls(spec.name, SCORERS.build(spec, ctx), weight)
 
-class _Composite:
+
+class _ListOptions(Options):
+    scorers: list[Any] = Field(min_length=1)
+
+
+class _Composite(Scorer):
     """Scores every child, then :meth:`combine` turns their scores into one."""
 
-    name = "composite"
+    name: ClassVar[str] = "composite"
+    options_model: ClassVar[type[Options]] = _ListOptions
     _weighted = False
 
     def __init__(self, children: Sequence[Child], **digest_fields: Any) -> None:
@@ -55,10 +66,14 @@ class _Composite:
         self._digest = digest_of({"scorer": self.name, **digest_fields,
                                   "children": [c.scorer.digest for c in self.children]})
 
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        listed = _ListOptions.model_validate(args)
+        return cls([Child.build(raw, ctx.at(cls.name, i)) for i, raw in enumerate(listed.scorers)])
+
     @property
     def digest(self) -> str:
         return self._digest
-
     def score(self, task: Task, output: RunOutput) -> Score | Awaitable[Score]:
         results: list[Score | Awaitable[Score]] = []
         try:
@@ -90,14 +105,15 @@ class _Composite:
             for c, s in zip(self.children, scores, strict=True)]
         return score.model_copy(update={"details": details})
 
-    def combine(self, scores: list[Score]) -> Score:
-        raise NotImplementedError
+    @abstractmethod
+    def combine(self, scores: list[Score]) -> Score: ...
 
     def _failures(self, scores: list[Score]) -> str:
         return "; ".join(f"{c.name}: {s.explanation or 'failed'}"
                          for c, s in zip(self.children, scores, strict=True) if not s.passed)
 
 
+@SCORERS.register("all", shorthand="scorers")
 class AllScorer(_Composite):
     """Passes iff every child passes; value is the *lowest* child value.
 
@@ -113,6 +129,7 @@ class AllScorer(_Composite):
                      explanation=None if passed else self._failures(scores))
 
 
+@SCORERS.register("any", shorthand="scorers")
 class AnyScorer(_Composite):
     """Passes iff some child passes; value is the highest child value."""
 
@@ -122,37 +139,6 @@ class AnyScorer(_Composite):
         passed = any(s.passed for s in scores)
         return Score(value=max(s.value for s in scores), passed=passed,
                      explanation=None if passed else self._failures(scores))
-
-
-class WeightedScorer(_Composite):
-    """Value is the weighted mean of the children's values; passed iff value >= threshold.
-
-    A child's own pass/fail is not used, only its value. Weights are >= 0 and not all 0.
-    """
-
-    name = "weighted"
-    _weighted = True
-
-    def __init__(self, children: Sequence[Child], threshold: float = 0.5) -> None:
-        if sum(c.weight for c in children) <= 0:
-            raise ValueError("the weights must not all be 0")
-        super().__init__(children, weights=[c.weight for c in children], threshold=threshold)
-        self.threshold = threshold
-
-    def combine(self, scores: list[Score]) -> Score:
-        total = sum(c.weight for c in self.children)
-        mean = sum(c.weight * s.value for c, s in zip(self.children, scores, strict=True)) / total
-        value = min(1.0, max(0.0, mean))  # rounding can leave [0, 1] by an ulp
-        passed = value >= self.threshold
-        return Score(value=value, passed=passed,
-                     explanation=None if passed else
-                     f"weighted score {value:.3g} < threshold {self.threshold:g}"
-                     + (f" ({self._failures(scores)})" if not all(s.passed for s in scores)
-                        else ""))
-
-
-class _ListOptions(Options):
-    scorers: list[Any] = Field(min_length=1)
 
 
 class _WeightedItem(Options):
@@ -165,32 +151,39 @@ class _WeightedOptions(Options):
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
-def composite_factory(kind: Literal["all", "any", "weighted"],
-                      registry: PluginRegistry[Scorer]) -> Factory:
-    """The factory of one composite kind, building children through ``registry``.
+@SCORERS.register("weighted", shorthand="scorers")
+class WeightedScorer(_Composite):
+    """Value is the weighted mean of the children's values; passed iff value >= threshold.
 
-    The registry is passed in rather than imported, so this module does not depend on
-    the package that registers it.
+    A child's own pass/fail is not used, only its value. Weights are >= 0 and not all 0.
     """
 
-    def child(raw: Any, ctx: BuildContext, field: str, weight: float = 1.0) -> Child:
-        child_ctx = BuildContext(base_dir=ctx.base_dir, file=ctx.file, field=field)
-        spec = registry.parse(raw, child_ctx)
-        return Child(spec.name, registry.build(spec, child_ctx), weight)
+    name = "weighted"
+    options_model = _WeightedOptions
+    _weighted = True
 
-    def factory(args: dict[str, Any], ctx: BuildContext) -> Scorer:
-        # Child errors name their place in the bench, e.g. scorer.all[1].regex.pattern.
-        prefix = ".".join(filter(None, [ctx.field, kind]))
-        if kind == "weighted":
-            options = _WeightedOptions.model_validate(args)
-            children = [child(item.scorer, ctx, f"{prefix}.scorers[{i}].scorer", item.weight)
-                        for i, item in enumerate(options.scorers)]
-            return WeightedScorer(children, options.threshold)
-        listed = _ListOptions.model_validate(args)
-        children = [child(raw, ctx, f"{prefix}[{i}]") for i, raw in enumerate(listed.scorers)]
-        return AllScorer(children) if kind == "all" else AnyScorer(children)
+    def __init__(self, children: Sequence[Child], threshold: float = 0.5) -> None:
+        if sum(c.weight for c in children) <= 0:
+            raise ValueError("the weights must not all be 0")
+        super().__init__(children, weights=[c.weight for c in children], threshold=threshold)
+        self.threshold = threshold
 
-    return factory
+    @classmethod
+    def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
+        options = _WeightedOptions.model_validate(args)
+        return cls([Child.build(item.scorer, ctx.at(cls.name, "scorers", i, "scorer"), item.weight)
+                    for i, item in enumerate(options.scorers)], options.threshold)
+
+    def combine(self, scores: list[Score]) -> Score:
+        total = sum(c.weight for c in self.children)
+        mean = sum(c.weight * s.value for c, s in zip(self.children, scores, strict=True)) / total
+        value = min(1.0, max(0.0, mean))  # rounding can leave [0, 1] by an ulp
+        passed = value >= self.threshold
+        return Score(value=value, passed=passed,
+                     explanation=None if passed else
+                     f"weighted score {value:.3g} < threshold {self.threshold:g}"
+                     + (f" ({self._failures(scores)})" if not all(s.passed for s in scores)
+                        else ""))
 
 
 async def _resolved(result: Score | Awaitable[Score]) -> Score:

@@ -31,13 +31,12 @@ from string import Template
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
-from pydantic_core import PydanticCustomError
 
 from forge._digest import digest_of
 from forge.errors import UserError
 from forge.harness._base import RunOutput
 from forge.llm.client import API_KEY_ENV, ChatClient, Endpoint
-from forge.scorers._base import Score
+from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options, as_text, quote
 from forge.spec import BuildContext
 from forge.task import Task
@@ -110,9 +109,8 @@ class JudgeOptions(Options):
     @model_validator(mode="after")
     def _threshold_is_for_scale(self) -> Self:
         if self.mode == "binary" and self.threshold is not None:
-            # A custom error keeps pydantic's "Value error, " prefix out of the message.
-            raise PydanticCustomError("threshold_for_scale", "threshold is for mode: scale "
-                                      "(a binary judge passes on its verdict)")
+            raise ValueError("threshold is for mode: scale (a binary judge passes on its "
+                             "verdict)")
         return self
 
 
@@ -122,7 +120,8 @@ class _Lease:
     users: int = 0
 
 
-class JudgeScorer:
+@SCORERS.register("judge", shorthand="rubric")
+class JudgeScorer(Scorer):
     """Asks a model for a verdict on each attempt; ``score`` returns a coroutine.
 
     - ``mode: binary``: the judge answers pass or fail; value 1 or 0.
@@ -140,6 +139,7 @@ class JudgeScorer:
     """
 
     name: ClassVar[str] = "judge"
+    options_model = JudgeOptions
 
     def __init__(self, options: JudgeOptions, endpoint: Endpoint) -> None:
         self.options = options

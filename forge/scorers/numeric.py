@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from forge.harness._base import RunOutput
-from forge.scorers._base import Score
+from forge.scorers._base import SCORERS, Score
 from forge.scorers._values import Options, OptionScorer, last_number, parse_number, quote
 from forge.task import Task
 
@@ -20,6 +20,7 @@ class NumericOptions(Options):
     rel_tol: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
 
 
+@SCORERS.register("numeric")
 class NumericScorer(OptionScorer[NumericOptions]):
     """Passes when ``|output - expected| <= abs_tol`` or ``<= rel_tol * |expected|``.
 

@@ -13,11 +13,10 @@ import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
 
 from forge._digest import canonical_json
 from forge.harness._base import RunOutput
-from forge.scorers._base import Score
+from forge.scorers._base import SCORERS, Score
 from forge.scorers._values import (
     Options,
     OptionScorer,
@@ -37,6 +36,7 @@ class ExactOptions(Options):
     coerce: bool = True
 
 
+@SCORERS.register("exact")
 class ExactScorer(OptionScorer[ExactOptions]):
     """Passes when ``output.output`` equals ``task.expected``; value 1 or 0.
 
@@ -121,12 +121,11 @@ class ContainsOptions(Options):
     @classmethod
     def _not_empty(cls, value: str | list[str] | None) -> str | list[str] | None:
         if value == "" or value == [] or (isinstance(value, list) and "" in value):
-            # A custom error keeps pydantic's "Value error, " prefix out of the message.
-            raise PydanticCustomError("empty_text",
-                                      "must be non-empty text (empty text is in every output)")
+            raise ValueError("must be non-empty text (empty text is in every output)")
         return value
 
 
+@SCORERS.register("contains", shorthand="text")
 class ContainsScorer(OptionScorer[ContainsOptions]):
     """Passes when the output's text contains ``text`` (every item, when a list).
 
@@ -191,6 +190,7 @@ class RegexOptions(Options):
         return sorted(set(value))
 
 
+@SCORERS.register("regex", shorthand="pattern")
 class RegexScorer(OptionScorer[RegexOptions]):
     """Passes when ``pattern`` matches the output's text; value 1 or 0.
 

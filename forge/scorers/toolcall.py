@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from forge.harness._base import RunOutput, ToolCall
-from forge.scorers._base import Score
+from forge.scorers._base import SCORERS, Score
 from forge.scorers._values import Options, OptionScorer, quote
 from forge.task import ExpectedTool, Task
 
@@ -18,6 +18,7 @@ class ToolCallOptions(Options):
     ordered: bool = False
 
 
+@SCORERS.register("toolcall")
 class ToolCallScorer(OptionScorer[ToolCallOptions]):
     """Passes when every tool in ``task.expected_tools`` was executed cleanly.
 

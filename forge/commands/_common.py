@@ -1,0 +1,30 @@
+"""What the commands moved out of ``forge/cli.py`` share: consoles, JSON output, options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+__all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json"]
+
+#: Tables and messages; stderr for what must not mix with ``--json`` on stdout.
+out = Console()
+err = Console(stderr=True)
+
+
+def print_json(value: Any) -> None:
+    """The one document on stdout (scripts parse it whole: DESIGN.md, CLI)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+# Shared by `eval` and `search`: where attempts run.
+ExecutorOption = Annotated[str | None, typer.Option(
+    "--executor", help="where attempts run: local | process | ray (default: the bench's)")]
+WorkersOption = Annotated[int | None, typer.Option(
+    "--workers", min=1, help="worker processes or Ray actors (default: the cores)")]
+RayAddressOption = Annotated[str | None, typer.Option(
+    "--ray-address", help="join this Ray cluster (default: start a local one)")]

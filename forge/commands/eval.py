@@ -1,0 +1,118 @@
+"""``forge eval BENCH``: evaluate one config on one split, K attempts per task, scored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from forge.bench import Bench, load_bench
+from forge.commands._common import (
+    ExecutorOption,
+    RayAddressOption,
+    WorkersOption,
+    err,
+    out,
+    print_json,
+)
+from forge.errors import OptionError
+from forge.evaluate import DEFAULT_SEED, evaluate
+from forge.executors import check_executor
+from forge.registry import Config, load_config, parse_assignment
+from forge.report import summary_table, task_table
+from forge.results import AttemptResult, EvalResult, save_result
+
+__all__ = ["eval_command", "register"]
+
+
+def eval_command(
+    bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
+                                               help="bench file or folder with bench.yaml")],
+    split: Annotated[str, typer.Option("--split", help="split to evaluate")] = "dev",
+    config_file: Annotated[Path | None, typer.Option("--config", help="config YAML")] = None,
+    assignments: Annotated[list[str] | None, typer.Option(
+        "--set", help="override one setting: key=value (repeatable)")] = None,
+    k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="run seed")] = DEFAULT_SEED,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    timeout_s: Annotated[float | None, typer.Option("--timeout", min=0.001,
+                                                    help="per-attempt timeout (s)")] = None,
+    task_ids: Annotated[list[str] | None, typer.Option(
+        "--task", help="evaluate only this task (repeatable)")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="write the full result")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print only the summary JSON")] = False,
+    per_task: Annotated[bool, typer.Option("--per-task", help="show a row per task")] = False,
+    executor: ExecutorOption = None,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
+) -> None:
+    """Evaluate one config on one split: K attempts per task, scored."""
+    bench = load_bench(bench_path)
+    config = load_config(config_file, bench.registry) if config_file else bench.defaults
+    if assignments:
+        config = bench.registry.with_values(config, dict(parse_assignment(a)
+                                                         for a in assignments))
+    bench.tasks(split)  # a missing split is bad input before any progress bar appears
+    if save is not None and save.is_dir():  # found now, not after the whole evaluation
+        raise OptionError(f"{save} is a folder; expected a file path", option="--save")
+    settings = bench.executor_settings(executor, workers, ray_address)
+    check_executor(settings, bench.harness_spec)
+    result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
+                                concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
+                                executor=settings, show=err.is_terminal)
+    if save is not None:
+        try:
+            save_result(result, save)
+        except OSError as exc:
+            raise OptionError(f"cannot write {save}: {exc.strerror or exc}",
+                              option="--save") from None
+    if as_json:
+        print_json(result.summary())
+        return
+    out.print(summary_table(result))
+    if per_task:
+        out.print(task_table(result))
+    if save is not None:
+        out.print(f"saved {save}")
+
+
+def _run_with_progress(bench: Bench, config: Config, *, show: bool, **options: Any
+                       ) -> EvalResult:
+    if not show:
+        return evaluate(bench, config, **options)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TaskProgressColumn(),
+                        TextColumn("pass {task.fields[rate]}"), TimeElapsedColumn(),
+                        TimeRemainingColumn(), console=err, transient=True)
+    counts = {"scored": 0, "passed": 0}
+    with progress:
+        total = len(bench.tasks(options["split"]) if not options.get("task_ids")
+                    else dict.fromkeys(options["task_ids"]))
+        bar = progress.add_task(options["split"], total=total * (options.get("k")
+                                                                 or bench.spec.rollouts.k),
+                                rate="—")
+
+        def on_attempt(a: AttemptResult) -> None:
+            if a.scored:
+                counts["scored"] += 1
+                counts["passed"] += int(a.passed)
+            rate = (f"{100 * counts['passed'] / counts['scored']:.1f}%"
+                    if counts["scored"] else "—")
+            progress.update(bar, advance=1, rate=rate)
+
+        return evaluate(bench, config, on_attempt=on_attempt, **options)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``forge eval`` to the app."""
+    app.command("eval")(eval_command)
