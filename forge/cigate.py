@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forge.compare import diff_results
-from forge.errors import UserError
+from forge.errors import OptionError
 from forge.results import EvalResult, TaskResult
 
 __all__ = [
@@ -77,13 +77,13 @@ class GateOptions:
             # ``not (0 <= x <= 1)`` also refuses NaN, which compares false to everything.
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not 0.0 <= value <= 1.0:
-                raise UserError(f"--{name.replace('_', '-')} {value!r}: expected a fraction "
-                                "between 0 and 1")
+                raise OptionError(f"expected a fraction between 0 and 1, got {value!r}",
+                                  option=f"--{name.replace('_', '-')}")
         if self.max_unscored is not None and (
                 isinstance(self.max_unscored, bool) or not isinstance(self.max_unscored, int)
                 or self.max_unscored < 0):
-            raise UserError(f"--max-unscored {self.max_unscored!r}: expected a whole number "
-                            ">= 0")
+            raise OptionError(f"expected a whole number >= 0, got {self.max_unscored!r}",
+                              option="--max-unscored")
 
 
 @dataclass(frozen=True)

@@ -236,10 +236,10 @@ def test_same_env_other_config_is_compared(tmp_path: Path,
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--min-pass-rate", "1.5"], "--min-pass-rate 1.5: expected a fraction between 0 and 1"),
-    (["--task-floor", "-0.5"], "--task-floor -0.5"),
+    (["--min-pass-rate", "1.5"], "--min-pass-rate: expected a fraction between 0 and 1, got 1.5"),
+    (["--task-floor", "-0.5"], "--task-floor: expected a fraction between 0 and 1, got -0.5"),
     (["--max-drop", "0.1"], "--max-drop: needs --baseline"),
-    (["--max-unscored", "-1"], "--max-unscored -1"),
+    (["--max-unscored", "-1"], "--max-unscored: expected a whole number >= 0, got -1"),
     (["--min-pass-rate", "abc"], "--min-pass-rate"),
 ])
 def test_bad_options_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.cigate import GateOptions, run_gates
-from forge.errors import UserError
+from forge.errors import OptionError
 from forge.report.cigate import append_step_summary, markdown_summary, write_junit
 from forge.results import load_result
 
@@ -51,12 +51,12 @@ def gate_command(
     """
     if max_drop is not None and baseline is None:
         # Silently ignoring it would let a CI job believe it guards against regressions.
-        raise UserError("--max-drop: needs --baseline B.json to compare against")
+        raise OptionError("needs --baseline B.json to compare against", option="--max-drop")
     options = GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
                           max_drop=0.0 if max_drop is None else max_drop,
                           max_unscored=max_unscored)
     if junit is not None and junit.is_dir():  # found before any output, not after
-        raise UserError(f"--junit: {junit} is a folder; expected a file path")
+        raise OptionError(f"{junit} is a folder; expected a file path", option="--junit")
     result = load_result(current)
     base = load_result(baseline) if baseline is not None else None
     report = run_gates(result, options=options, baseline=base, current_name=str(current),
@@ -65,7 +65,8 @@ def gate_command(
         try:
             write_junit(report, junit)
         except OSError as exc:
-            raise UserError(f"--junit: cannot write {junit}: {exc.strerror or exc}") from None
+            raise OptionError(f"cannot write {junit}: {exc.strerror or exc}",
+                              option="--junit") from None
     markdown = markdown_summary(report)
     if as_json:
         _print_json(report.as_json())

@@ -219,7 +219,7 @@ class RuntimeMutator:
             if not self._warned:
                 self._warned = True
                 log.error("runtime journal %s cannot be written (%s); observe mode goes on "
-                          "without it", getattr(self.journal, "path", "?"), exc)
+                          "without it", self.journal.path if self.journal else "?", exc)
 
     def close(self) -> None:
         """Close the journal this mutator opened (a shared one is left open)."""
