@@ -20,7 +20,7 @@ from forge.executors import ExecutorSettings, check_executor
 from forge.launch import launch_search
 from forge.results import EvalResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WALKSAT = ROOT / "benches" / "walksat"
 #: A walksat subset small enough for the suite: a few formulas of the dev split.
 WALKSAT_TASKS = [json.loads(line)["id"] for line in

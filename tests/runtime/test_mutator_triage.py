@@ -21,7 +21,7 @@ from forge.harness._base import AttemptContext, RunOutput
 from forge.harness.python import import_target
 from forge.runtime import read_runtime_journal, summarize_runtime_journal
 
-BENCH = Path(__file__).resolve().parent.parent / "benches" / "triage"
+BENCH = Path(__file__).resolve().parents[2] / "benches" / "triage"
 
 
 def _wall_clock(metric: str) -> bool:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_calls, write_search_bench
-from test_cli import assert_user_error, forge, forge_json
+from conftest import assert_user_error, read_calls, write_search_bench
+from conftest import run_forge as forge
+from conftest import run_forge_json as forge_json
 
 from forge.bench import load_bench
 from forge.commands import _common
