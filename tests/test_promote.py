@@ -21,21 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from conftest import run_forge as forge
 from conftest import write_search_bench
 
 import forge.promote as promote_module
 from forge._digest import file_digest
-from forge._files import atomic_write_text, parse_yaml
+from forge._files import atomic_write_text
 from forge.bench import load_bench
 from forge.cli import main
-from forge.config_yaml import render_config
 from forge.journal import load_run, read_records
 from forge.launch import launch_search
 from forge.provenance import Provenance, sidecar_path
 from forge.records import AnyRecord
-from forge.registry import Registry, load_config
+from forge.registry import load_config
 
 #: boost raises the success probability from 0.5 to 0.8 on every split; knob does nothing.
 BOOST = """
@@ -531,25 +529,3 @@ def test_a_rollback_killed_between_its_two_writes(
     assert "nothing to undo" in ok(capsys, "rollback", target)
     assert stack(target) == []
     ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
-
-
-# -- the YAML forge writes ---------------------------------------------------------------------
-
-def test_render_config_round_trips_through_every_yaml_reader() -> None:
-    registry = Registry.model_validate({"name": "tricky", "settings": {
-        "on": {"type": "enum", "choices": ["1e3", "on", "true", "a: b", 'say "hi"', "ünï\n",
-                                           "null", ""], "default": "1e3"},
-        "rate": {"type": "float", "min": 0.0, "max": 1e30, "default": 1e-05},
-        "big": {"type": "float", "min": 0.0, "max": 1e30, "default": 1e20},
-        "n": {"type": "int", "min": -5, "max": 5, "default": -3},
-        "flag": {"type": "bool", "default": True},
-        "2": {"type": "enum", "choices": [1, 1.5, True], "default": 1.5}}})
-    choices = registry.settings["on"].choices  # type: ignore[union-attr]
-    for choice in choices:
-        values = {**registry.defaults().values, "on": choice}
-        text = render_config(values, registry, header=["a header\nwith a newline"])
-        for loaded in (parse_yaml(text), yaml.safe_load(text)):  # YAML 1.2 and 1.1
-            assert loaded == values
-            assert [type(v) for v in loaded.values()] == [type(v) for v in values.values()]
-        assert registry.validate_config(parse_yaml(text)).values == values
-        assert text.startswith("# a header with a newline\n")

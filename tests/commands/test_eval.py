@@ -1,13 +1,9 @@
-"""The ``forge`` command line: machine-readable output, exit codes, one-line errors, Ctrl-C."""
+"""``forge eval``: the --json summary, --set / --config / --split / --task, --save, and
+every bad input as one line with exit 2."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +14,6 @@ from conftest import run_forge_json as forge_json
 from forge.results import SUMMARY_KEYS, load_result
 
 BENCH = str(ARITH)
-REGISTRY = str(ARITH / "registry.yaml")
-SETTINGS = ("effort", "temperature", "width", "mode", "verify")
-
-
-# -- forge eval ----------------------------------------------------------------------
 
 
 def test_eval_json_prints_only_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,157 +162,3 @@ def test_save_where_nothing_can_be_written(capsys: pytest.CaptureFixture[str],
     target = blocker / "sub" / "r.json"  # its "folder" is a file
     assert_user_error(*forge(capsys, "eval", BENCH, "-k", "1", "--json", "--save", target),
                       "--save", str(target))
-
-
-# -- forge diff ----------------------------------------------------------------------
-
-
-def _save(capsys: pytest.CaptureFixture[str], path: Path, *args: object) -> Path:
-    forge_json(capsys, "eval", BENCH, "--json", "--save", path, *args)
-    return path
-
-
-def test_diff_compares_two_saved_results(capsys: pytest.CaptureFixture[str],
-                                         tmp_path: Path) -> None:
-    a = _save(capsys, tmp_path / "a.json", "-k", "2")
-    b = _save(capsys, tmp_path / "b.json", "-k", "2", "--set", "temperature=0")
-    report = forge_json(capsys, "diff", a, b, "--json")
-    assert report["mean_delta"] > 0
-    assert [t["pairs"] for t in report["tasks"]] == [2] * 12
-    assert report["only_in_a"] == report["only_in_b"] == []
-    code, out, err = forge(capsys, "diff", a, b)
-    assert code == 0, err
-    assert "12 paired tasks" in out
-
-
-def test_diff_lists_unmatched_tasks(capsys: pytest.CaptureFixture[str],
-                                    tmp_path: Path) -> None:
-    a = _save(capsys, tmp_path / "a.json", "-k", "1", "--task", "dev-00", "--task", "dev-01")
-    b = _save(capsys, tmp_path / "b.json", "-k", "1", "--task", "dev-01")
-    report = forge_json(capsys, "diff", a, b, "--json")
-    assert report["only_in_a"] == ["dev-00"]
-    assert [t["id"] for t in report["tasks"]] == ["dev-01"]
-
-
-def test_diff_refuses_mismatched_environments(capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:
-    a = _save(capsys, tmp_path / "a.json", "-k", "1")
-    b = _save(capsys, tmp_path / "b.json", "-k", "2")
-    assert_user_error(*forge(capsys, "diff", a, b), "k (1 vs 2)", str(a), str(b))
-
-
-def test_diff_refuses_a_file_that_is_not_a_result(capsys: pytest.CaptureFixture[str],
-                                                  tmp_path: Path) -> None:
-    a = _save(capsys, tmp_path / "a.json", "-k", "1")
-    bad = tmp_path / "bad.json"
-    bad.write_text("{not json", encoding="utf-8")
-    assert_user_error(*forge(capsys, "diff", a, bad), str(bad), "malformed JSON")
-
-
-# -- forge registry show, forge schema -----------------------------------------------
-
-
-def test_registry_show_prints_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = forge(capsys, "registry", "show", REGISTRY)
-    assert code == 0, err
-    assert "arith" in out
-    for name in SETTINGS:
-        assert name in out
-    assert "[1, 5]" in out
-    assert "slip" in out  # the hint
-
-
-def test_registry_show_json(capsys: pytest.CaptureFixture[str]) -> None:
-    data = forge_json(capsys, "registry", "show", REGISTRY, "--json")
-    assert tuple(data["settings"]) == SETTINGS
-    assert data["settings"]["effort"]["max"] == 5
-    assert len(data["digest"]) == 64
-
-
-def test_registry_show_refuses_a_bad_registry(capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:
-    bad = tmp_path / "r.yaml"
-    bad.write_text("name: r\nsettings:\n  x: {type: int, min: 5, max: 1, default: 3}\n",
-                   encoding="utf-8")
-    assert_user_error(*forge(capsys, "registry", "show", bad), str(bad))
-
-
-def test_schema_prints_registry_and_bench_schemas(capsys: pytest.CaptureFixture[str]) -> None:
-    schemas = forge_json(capsys, "schema")
-    assert set(schemas) == {"registry", "bench"}
-    assert "settings" in schemas["registry"]["properties"]
-    assert {"harness", "splits", "rollouts", "scorer"} <= set(schemas["bench"]["properties"])
-    assert forge_json(capsys, "schema", "bench") == schemas["bench"]
-    assert_user_error(*forge(capsys, "schema", "nope"), "nope")
-
-
-# -- the real process ----------------------------------------------------------------
-
-
-def run_forge(*args: object, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "forge", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def test_python_dash_m_forge_help() -> None:
-    proc = run_forge("--help")
-    assert proc.returncode == 0
-    for command in ("eval", "diff", "registry", "schema"):
-        assert command in proc.stdout
-
-
-def test_end_to_end_eval_json_and_error(tmp_path: Path) -> None:
-    proc = run_forge("eval", BENCH, "--json", "-k", "1", "--save", tmp_path / "r.json")
-    assert proc.returncode == 0, proc.stderr
-    assert tuple(json.loads(proc.stdout)) == SUMMARY_KEYS
-    assert load_result(tmp_path / "r.json").k == 1
-
-    proc = run_forge("eval", BENCH, "--set", "effort=42")
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    assert proc.stderr.strip().splitlines() == [
-        "forge: error: --set: effort: 42 is outside [1, 5]"]
-
-
-SLOW_HARNESS = """
-import time
-from pathlib import Path
-
-def run(config, task, ctx):
-    Path(__file__).with_name("started").touch()
-    time.sleep(2)
-    return {"output": task.expected}
-"""
-
-
-@pytest.mark.timeout(60)
-def test_ctrl_c_exits_130_and_saves_nothing(make_bench: MakeBench) -> None:
-    path = make_bench(SLOW_HARNESS, rollouts={"k": 2, "concurrency": 1, "timeout_s": 30})
-    folder = path.parent
-    out = folder / "out.json"
-    before = sorted(p.name for p in folder.iterdir())
-    proc = subprocess.Popen([sys.executable, "-m", "forge", "eval", str(path), "--save",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not (folder / "started").exists():  # the first attempt is running
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the evaluation never started"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, stderr
-    assert time.monotonic() - t0 < 5  # it did not wait for the sleeping attempt
-    assert "Traceback" not in stderr
-    assert "interrupted" in stderr
-    assert not out.exists()
-    after = sorted(p.name for p in folder.iterdir())
-    assert [n for n in after if n not in before] in (["started"],
-                                                    ["__pycache__", "started"])

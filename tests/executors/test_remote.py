@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from forge.bench import load_bench
 from forge.cli import app
-from forge.errors import BenchError, UserError
+from forge.errors import UserError
 from forge.evaluate import evaluate
 from forge.executors import ExecutorSettings, check_executor
 from forge.launch import launch_search
@@ -149,21 +149,6 @@ def test_timeouts_and_errors_in_workers_are_recorded_as_locally(make_bench: Make
     assert reasons["dev-0"] == {"timeout"}
     assert reasons["dev-2"] == {"error"}
     assert remote.tasks[2].attempts[0].error == "ValueError: no answer"
-
-
-def test_the_bench_may_name_its_executor(make_bench: MakeBench) -> None:
-    path = make_bench()
-    text = path.read_text()
-    path.write_text(text + "executor: process\n")
-    assert load_bench(path).executor_settings() == ExecutorSettings("process")
-    path.write_text(text + "executor: {name: process, workers: 2}\n")
-    bench = load_bench(path)
-    assert bench.executor_settings() == ExecutorSettings("process", workers=2)
-    # The command line overrides the bench, part by part.
-    assert bench.executor_settings("local") == ExecutorSettings("local", workers=2)
-    path.write_text(text + "executor: threads\n")
-    with pytest.raises(BenchError):
-        load_bench(path)
 
 
 def test_only_the_python_harness_leaves_the_process() -> None:

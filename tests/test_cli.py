@@ -1,0 +1,88 @@
+"""The ``forge`` process (forge.cli): ``python -m forge``, exit codes, one-line errors on
+stderr, and Ctrl-C exiting 130 without saving."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ARITH, MakeBench
+
+from forge.results import SUMMARY_KEYS, load_result
+
+BENCH = str(ARITH)
+
+
+def run_forge(*args: object, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "forge", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_python_dash_m_forge_help() -> None:
+    proc = run_forge("--help")
+    assert proc.returncode == 0
+    for command in ("eval", "diff", "registry", "schema"):
+        assert command in proc.stdout
+
+
+def test_end_to_end_eval_json_and_error(tmp_path: Path) -> None:
+    proc = run_forge("eval", BENCH, "--json", "-k", "1", "--save", tmp_path / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    assert tuple(json.loads(proc.stdout)) == SUMMARY_KEYS
+    assert load_result(tmp_path / "r.json").k == 1
+
+    proc = run_forge("eval", BENCH, "--set", "effort=42")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "forge: error: --set: effort: 42 is outside [1, 5]"]
+
+
+SLOW_HARNESS = """
+import time
+from pathlib import Path
+
+def run(config, task, ctx):
+    Path(__file__).with_name("started").touch()
+    time.sleep(2)
+    return {"output": task.expected}
+"""
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_exits_130_and_saves_nothing(make_bench: MakeBench) -> None:
+    path = make_bench(SLOW_HARNESS, rollouts={"k": 2, "concurrency": 1, "timeout_s": 30})
+    folder = path.parent
+    out = folder / "out.json"
+    before = sorted(p.name for p in folder.iterdir())
+    proc = subprocess.Popen([sys.executable, "-m", "forge", "eval", str(path), "--save",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (folder / "started").exists():  # the first attempt is running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the evaluation never started"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - t0 < 5  # it did not wait for the sleeping attempt
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr
+    assert not out.exists()
+    after = sorted(p.name for p in folder.iterdir())
+    assert [n for n in after if n not in before] in (["started"],
+                                                    ["__pycache__", "started"])
