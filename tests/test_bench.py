@@ -222,42 +222,7 @@ def test_an_empty_split_is_refused(make_bench: MakeBench) -> None:
     assert "no tasks" in str(err)
 
 
-# -- refusals: the harness -----------------------------------------------------------
-
-
-@pytest.mark.parametrize(("source", "expected"), [
-    ("import forge_no_such_module_xyz\n\ndef run(config, task, ctx):\n    return {}\n",
-     "ModuleNotFoundError"),
-    ("def run(config, task, ctx)\n    return {}\n", "SyntaxError"),
-    ("raise RuntimeError('configuration missing')\n", "configuration missing"),
-])
-def test_a_harness_that_cannot_be_imported(make_bench: MakeBench, source: str,
-                                           expected: str) -> None:
-    path = make_bench(source)
-    err = refusal(path)
-    assert err.file == str(path.resolve())
-    assert err.field is not None and err.field.startswith("harness")
-    assert err.line == line_of(path, "harness")
-    assert "cannot import 'harness'" in err.message
-    assert expected in err.message
-
-
-def test_a_harness_without_the_named_function(make_bench: MakeBench) -> None:
-    path = make_bench("def other(config, task, ctx):\n    return {}\n")
-    err = refusal(path)
-    assert err.field is not None and err.field.startswith("harness")
-    assert "has no attribute 'run'" in err.message
-
-
-def test_a_bad_harness_spec(make_bench: MakeBench) -> None:
-    path = make_bench()
-    edit(path, lambda t: t.replace('{python: "harness:run"}', '{python: "harness"}'))
-    err = refusal(path)
-    assert "module:function" in err.message
-    assert err.line == line_of(path, "harness")
-
-
-# -- digests and import isolation ----------------------------------------------------
+# -- digests -------------------------------------------------------------------------
 
 
 def test_digest_is_stable_and_changes_with_tasks_and_harness_source(
@@ -274,31 +239,6 @@ def test_digest_is_stable_and_changes_with_tasks_and_harness_source(
 
     edit(path.parent / "harness.py", lambda t: t + "\n# a comment changes the source\n")
     assert load_bench(path).digest != after_task
-
-
-def test_an_edited_harness_runs_its_new_code_in_the_same_process(make_bench: MakeBench) -> None:
-    path = make_bench('def run(config, task, ctx):\n    return {"output": "old"}\n')
-    bench = load_bench(path)
-    assert evaluate(bench, bench.defaults, k=1).attempts[0].output.output == "old"  # type: ignore[union-attr]
-    (path.parent / "harness.py").write_text(
-        'def run(config, task, ctx):\n    return {"output": "new code"}\n', encoding="utf-8")
-    bench = load_bench(path)
-    assert evaluate(bench, bench.defaults, k=1).attempts[0].output.output == "new code"  # type: ignore[union-attr]
-
-
-def test_two_benches_with_a_harness_module_each_keep_their_own(make_bench: MakeBench) -> None:
-    a = make_bench('def run(config, task, ctx):\n    return {"output": "from A"}\n', folder="a")
-    b = make_bench('def run(config, task, ctx):\n    return {"output": "from B"}\n', folder="b")
-
-    def outputs(path: Path) -> set[object]:
-        bench = load_bench(path)
-        result = evaluate(bench, bench.defaults, k=1)
-        return {x.output.output for x in result.attempts if x.output is not None}
-
-    assert outputs(a) == {"from A"}
-    assert outputs(b) == {"from B"}
-    assert outputs(a) == {"from A"}  # back to A after B: not B's module from the cache
-    assert load_bench(a).harness_identity != load_bench(b).harness_identity
 
 
 def test_bench_yaml_is_json_compatible(make_bench: MakeBench) -> None:

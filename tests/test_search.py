@@ -535,14 +535,6 @@ def test_search_json_prints_only_the_result_object(
     assert {k: end[k] for k in result} == result
 
 
-def test_resume_of_an_unknown_run_is_one_line_and_exit_2(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["search", "--resume", "nope", "--journals", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1 and "run.json" in err
-
-
 # -- (h) the rollout budget --------------------------------------------------------------------
 
 CHUNK = 2 * K * (N_DEV // 4)  # a screening chunk: 10 tasks x K, incumbent and candidate
