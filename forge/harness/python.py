@@ -48,6 +48,7 @@ def import_target(target: str, base_dir: Path, *, where: BuildContext | None = N
     if loaded is not None and _stale(getattr(loaded, "__file__", None), base_dir):
         for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
             del sys.modules[name]
+    _forget_changed_helpers(base_dir)
     importlib.invalidate_caches()  # see files written since the last import
     try:
         module = importlib.import_module(module_name)
@@ -88,6 +89,24 @@ def _folder_digest(folder: Path) -> str:
 
 #: Source digest of each module file as it was when imported, to notice later edits.
 _imported_digest: dict[str, str] = {}
+#: Digest of each bench folder's Python files as they were at its last import.
+_folder_seen: dict[str, str] = {}
+_FORGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _forget_changed_helpers(folder: Path) -> None:
+    """When any Python file of ``folder`` changed since its last import, drop every module
+    loaded from under it, so the harness's helpers are imported again with it: the
+    identity names the folder's code, and that code must be what runs. forge's own
+    modules stay, even in a bench folder that holds a copy of forge."""
+    key = str(folder.resolve())
+    current = _folder_digest(folder)
+    if _folder_seen.get(key, current) != current:
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if _is_under(path, folder) and not _is_under(path, _FORGE_DIR):
+                del sys.modules[name]
+    _folder_seen[key] = current
 
 
 def _stale(path: str | None, folder: Path) -> bool:

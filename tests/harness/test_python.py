@@ -218,3 +218,20 @@ def test_the_identity_changes_when_a_helper_of_the_bench_folder_does(
     assert load_bench(path).harness_identity == first  # only Python files count
     helper.write_text('ANSWER = "two"\n', encoding="utf-8")
     assert load_bench(path).harness_identity != first
+
+
+def test_an_edited_helper_of_the_bench_folder_runs_after_the_edit(tmp_path: Path) -> None:
+    """The identity changes when a helper changes, and so must the code that runs: a
+    helper module cached from the first import would keep the old behaviour."""
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "helper_words.py").write_text("WORD = 'one'\n")
+    (folder / "edits_harness.py").write_text(
+        "import helper_words\n\ndef run(config, task, ctx):\n"
+        "    return {'output': helper_words.WORD}\n")
+    fn, first = import_target("edits_harness:run", folder)
+    assert fn({}, None, None)["output"] == "one"
+    (folder / "helper_words.py").write_text("WORD = 'two'\n")
+    fn, second = import_target("edits_harness:run", folder)
+    assert second != first
+    assert fn({}, None, None)["output"] == "two"
