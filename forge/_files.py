@@ -140,12 +140,13 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[InputFileError],
-                        version: int, what: str, missing: str = "file not found") -> _Model:
+                        version: int | tuple[int, ...], what: str,
+                        missing: str = "file not found") -> _Model:
     """Read a JSON file forge wrote (``run.json``, a saved result, a provenance sidecar)
     into ``model``, refusing anything else with one line naming the file and the field.
 
-    The file must be one JSON object whose ``format_version`` is ``version`` (an int:
-    ``true`` is not ``1``); ``what`` names the kind of file in the messages (``not a
+    The file must be one JSON object whose ``format_version`` is ``version`` (or one of
+    them; an int: ``true`` is not ``1``); ``what`` names the kind of file in the messages (``not a
     forge result``, ``damaged run.json: ...``); ``missing`` is the message for an
     absent file.
     """
@@ -167,9 +168,11 @@ def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[In
     if not isinstance(data, dict) or "format_version" not in data:
         raise error(f"not a {what} (no format_version)", file=p)
     found = data["format_version"]
-    if type(found) is not int or found != version:
+    readable = version if isinstance(version, tuple) else (version,)
+    if type(found) is not int or found not in readable:
         raise error(f"format_version {found!r} is not readable by this forge, which reads "
-                    f"{version}", file=p, field="format_version")
+                    f"{' and '.join(str(v) for v in readable)}", file=p,
+                    field="format_version")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -26,7 +26,7 @@ from forge.bench import BudgetSettings
 from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.moves import Move
-from forge.records import JOURNAL_FORMAT_VERSION, AnyRecord, parse_record
+from forge.records import JOURNAL_FORMAT_VERSION, READABLE_VERSIONS, AnyRecord, parse_record
 from forge.secrets import redact
 
 __all__ = [
@@ -54,8 +54,12 @@ class RunOptions(BaseModel):
     k: int
     candidates_per_step: int
     chunks: int
-    max_blocks: int
-    futility_level: float
+    #: Version 1's racing (extra attempt blocks, futility level); absent from version 2.
+    max_blocks: int | None = None
+    futility_level: float | None = None
+    #: Version 2: the screening level that selects, and whether moves may jump.
+    screen_alpha: float | None = None
+    jumps: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -67,8 +71,9 @@ class RunOptions(BaseModel):
     @model_serializer(mode="wrap")
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        if self.proposer_info is None:
-            out.pop("proposer_info", None)
+        for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
 
@@ -99,7 +104,7 @@ def new_run_id(bench: str) -> str:
 
 def load_run(folder: Path) -> RunInfo:
     return load_versioned_json(folder / "run.json", RunInfo, error=JournalError,
-                               version=JOURNAL_FORMAT_VERSION, what="run.json",
+                               version=READABLE_VERSIONS, what="run.json",
                                missing="no such run (run.json not found)")
 
 

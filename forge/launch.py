@@ -11,7 +11,7 @@ from forge.bench import Bench, BudgetSettings, load_bench
 from forge.errors import JournalError, OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
-from forge.journal import RunInfo, load_run, new_run_id, write_run
+from forge.journal import JOURNAL_FORMAT_VERSION, RunInfo, load_run, new_run_id, write_run
 from forge.moves import Move
 from forge.proposers import build_proposer
 from forge.records import AnyRecord
@@ -97,6 +97,13 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
     """
     folder = journals / run_id
     info = load_run(folder)
+    if info.format_version != JOURNAL_FORMAT_VERSION:
+        # Its decisions came from the search before confirmations were sequential: a
+        # replay by this search would diverge from the first record on.
+        raise JournalError(f"cannot resume {run_id}: it was written by an earlier forge "
+                           f"(format_version {info.format_version}, whose search this forge "
+                           "no longer runs); review, report or promote it as it is",
+                           file=folder / "run.json", field="format_version")
     bench = load_bench(info.bench_path)
     # The bench digest covers the registry too: check the registry first, to name it.
     if bench.registry.digest != info.registry_digest:

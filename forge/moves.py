@@ -15,14 +15,16 @@ neighbours, whose types are canonical, so equal moves are always spelled alike.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from forge.errors import MoveError, StaleMoveError
 from forge.registry import Config, Registry, Scalar, same_value
 
-__all__ = ["Move", "apply_move", "neighbourhood"]
+__all__ = ["Move", "MoveKind", "apply_move", "candidate_moves", "move_kind", "neighbourhood"]
+
+MoveKind = Literal["step", "jump"]
 
 
 class Move(BaseModel):
@@ -82,4 +84,31 @@ def neighbourhood(registry: Registry, config: Config) -> list[Move]:
         current = config.values[name]
         for value in setting.neighbours(current):
             moves.append(Move(target=name, before=current, after=value))
+    return moves
+
+
+def move_kind(registry: Registry, move: Move) -> MoveKind:
+    """``step`` when ``after`` is a neighbour of ``before`` (``±step``, ``×2``/``÷2``, a
+    bool's flip, an enum's other choice), otherwise ``jump``."""
+    setting = registry.settings.get(move.target)
+    if setting is None:
+        return "jump"
+    try:
+        neighbours = setting.neighbours(move.before)
+    except ValueError:
+        return "jump"
+    return "step" if any(same_value(v, move.after) for v in neighbours) else "jump"
+
+
+def candidate_moves(registry: Registry, config: Config, *, jumps: bool = True) -> list[Move]:
+    """The one-setting moves a search considers from ``config``: every step of
+    :func:`neighbourhood`, then (with ``jumps``) each numeric setting's jumps to the
+    other points of its coarse grid (:meth:`~forge.registry.IntSetting.jumps`). Any
+    other legal value of one setting is a legal move too; these are the ones offered
+    without a proposer's say-so."""
+    moves = neighbourhood(registry, config)
+    if jumps:
+        for name, setting in registry.settings.items():
+            current = config.values[name]
+            moves += [Move(target=name, before=current, after=v) for v in setting.jumps(current)]
     return moves

@@ -1,17 +1,32 @@
-"""Screening by racing: is a candidate worth confirming?
+"""Racing one candidate against the incumbent over the dev chunks: selection only.
 
-:func:`screen` races one candidate against the incumbent on the dev screening
-seeds: tasks in a fixed random order, chunk by chunk, stopping as soon as the
-candidate clearly cannot pass (futility), and adding a block of attempts only when
-the decision is close. Attempts come from the search's attempt cache
-(:class:`~forge.attempt_cache.Rollouts`), so what one decision ran, the next reuses.
+:func:`race` screens tasks in a fixed random order, a chunk at a time, on attempt
+block 0, and stops as soon as the candidate is clearly out or clearly in:
+
+- ``futile``: the estimated effect is at or below ``min_effect`` (once a chunk of
+  identical deltas is no longer all there is to go on: a sparse effect is not dropped
+  for being invisible on the first tasks);
+- ``weak``: even a trend one standard error better than the estimate would not reach
+  ``alpha`` on every task;
+- ``aux``: the caller's ``beyond`` says the screening data already put an auxiliary
+  metric past its tolerance;
+- ``pass``: the screening p is below ``alpha / 5`` after a chunk, or below ``alpha``
+  after the last one;
+- ``budget``: the next chunk does not fit the rollout budget.
+
+Racing decides which candidate is confirmed and nothing else: the confirmation
+(:mod:`forge.confirm`) never reads the attempts a race used, so racing may stop
+early, look after every chunk and use any threshold without costing an error.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+from scipy import stats as _st
 
 from forge.attempt_cache import Rollouts
 from forge.gates import score_deltas
@@ -20,96 +35,92 @@ from forge.results import TaskAttempts
 from forge.stats import PairedTest, paired_test
 from forge.task import Task
 
-__all__ = ["ScreenOutcome", "screen"]
+__all__ = ["RaceOutcome", "RaceStatus", "hopeless", "race"]
+
+RaceStatus = Literal["pass", "weak", "futile", "aux", "budget"]
+#: After a chunk that is not the last, a candidate passes at once below alpha / this.
+EARLY_PASS_FACTOR = 5.0
 
 
-@dataclass
-class ScreenOutcome:
-    """How a candidate fared on the screening seeds, and what it cost."""
+@dataclass(frozen=True)
+class RaceOutcome:
+    """How a candidate fared on the screening tasks, and what it cost."""
 
-    status: str  # "pass", "fail", "futile" or "budget"
+    status: RaceStatus
     test: PairedTest
+    tasks: int  # the first ``tasks`` tasks of the order were raced (attempt block 0)
     rollouts: int  # attempts newly asked for (candidate and incumbent)
     reused: int  # attempts served that an earlier decision had already asked for
-    saved_by_racing: int  # candidate attempts a full evaluation would have run on top
-    blocks: int
-    tasks_seen: int
+
+    @property
+    def se(self) -> float:
+        """The standard error of the screening effect (infinite below two tasks)."""
+        return self.test.sd / math.sqrt(self.test.n) if self.test.n > 1 else math.inf
 
 
-class _Counter:
-    def __init__(self, rollouts: Rollouts) -> None:
-        self.rollouts = rollouts
-        self.new = 0
-        self.served = 0
+def hopeless(t: PairedTest, fraction: float, threshold: float, level: float) -> bool:
+    """Futility: even a trend one standard error better than the estimate would not
+    reach ``level`` with every task in. The z the estimate would have then is the
+    current one scaled by ``1 / sqrt(fraction)``; giving up on this only ever removes a
+    rejection, so a test may use it and keep its error."""
+    if t.n < 2:
+        return False
+    if t.sd == 0:
+        return t.effect <= threshold and fraction >= 0.5
+    se = t.sd / math.sqrt(t.n)
+    z_end = ((t.effect - threshold) / se + 1.0) / math.sqrt(fraction)
+    return z_end < float(_st.norm.isf(level))
 
-    def get(self, config: Config, tasks: Sequence[Task], attempts: Sequence[int]
-            ) -> TaskAttempts:
-        before = self.rollouts.used
-        got = self.rollouts.get(config, "dev", "dev", tasks, attempts)
-        self.new += self.rollouts.used - before
-        self.served += sum(len(v) for v in got.values())
-        return got
 
+def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
+         chunk: int, k: int, alpha: float, min_effect: float,
+         budget_left: Callable[[], int | None], slack: int,
+         beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+    """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
 
-def screen(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
-           k: int, alpha: float, min_effect: float, chunks: int = 4, max_blocks: int = 2,
-           futility_level: float = 0.5, close_factor: float = 2.0,
-           budget_left: int | None = None) -> ScreenOutcome:
-    """Race ``candidate`` against ``incumbent`` on the dev screening seeds.
-
-    Screening only picks what to confirm; the confirmation on fresh seeds carries the
-    error guarantee, so racing here may stop early and add attempts freely.
+    ``budget_left`` says how many rollouts the budget still allows (None: no rollout
+    budget); a chunk starts only while some are left and it overshoots them by at most
+    ``slack``. ``beyond(tasks)`` is asked after each chunk whether the first ``tasks``
+    tasks put an auxiliary tolerance out of reach.
     """
-    counter = _Counter(rollouts)
-    size = max(1, math.ceil(len(order) / chunks))
-    inc = TaskAttempts()
-    cand = TaskAttempts()
+    attempts = range(k)
+    used_before = rollouts.used
+    served = 0
+    inc, cand = TaskAttempts(), TaskAttempts()
     test = paired_test([], alpha=alpha, threshold=min_effect)
     seen = 0
-    blocks = 1
-
-    def outcome(status: str) -> ScreenOutcome:
-        cand_served = sum(len(v) for v in cand.values())
-        return ScreenOutcome(status, test, counter.new, counter.served - counter.new,
-                             max(0, len(order) * k * blocks - cand_served), blocks, seen)
-
-    def over_budget() -> bool:
-        return budget_left is not None and counter.new >= budget_left
-
-    def block_fits(extra: range) -> bool:
-        # The budget holds within one chunk: a chunk starts while any budget is left,
-        # so it may overshoot by itself; a whole extra block may not overshoot more.
-        need = (rollouts.unrequested(incumbent, "dev", order, extra)
-                + rollouts.unrequested(candidate, "dev", order, extra))
-        return budget_left is None or counter.new + need <= budget_left + 2 * size * k
-
-    for start in range(0, len(order), size):
-        if over_budget():
-            return outcome("budget")
-        part = order[start:start + size]
-        inc = inc.merged(counter.get(incumbent, part, range(k)))
-        cand = cand.merged(counter.get(candidate, part, range(k)))
-        seen += len(part)
-        test = _test(inc, cand, alpha, min_effect)
-        last = start + size >= len(order)
-        # Identical deltas on the first tasks say little about a sparse effect (a
-        # setting that matters on a tenth of the tasks): no early stop on them until
-        # half the tasks are in.
+    chunks = [list(order[i:i + chunk]) for i in range(0, len(order), chunk)]
+    status: RaceStatus = "weak"
+    for index, tasks in enumerate(chunks):
+        need = (rollouts.unrequested(candidate, "dev", tasks, attempts)
+                + rollouts.unrequested(incumbent, "dev", tasks, attempts))
+        left = budget_left()
+        if need and left is not None and (left <= 0 or need > left + slack):
+            status = "budget"
+            break
+        got_inc = rollouts.get(incumbent, "dev", "dev", tasks, attempts)
+        got_cand = rollouts.get(candidate, "dev", "dev", tasks, attempts)
+        served += sum(len(v) for v in got_inc.values()) + sum(len(v) for v in got_cand.values())
+        inc, cand = inc.merged(got_inc), cand.merged(got_cand)
+        seen += len(tasks)
+        test = paired_test(list(score_deltas(inc, cand).values()), alpha=alpha,
+                           threshold=min_effect)
+        last = index == len(chunks) - 1
         informative = test.sd > 0 or seen >= len(order) / 2
-        if (not last and test.n >= 2 and informative
-                and test.upper(futility_level) <= min_effect):
-            return outcome("futile")
-    # Close to the line: more attempts on the same tasks, then decide.
-    while blocks < max_blocks and alpha <= test.p_value < close_factor * alpha:
-        extra = range(blocks * k, (blocks + 1) * k)
-        if not block_fits(extra):
-            return outcome("budget")
-        blocks += 1
-        inc = inc.merged(counter.get(incumbent, order, extra))
-        cand = cand.merged(counter.get(candidate, order, extra))
-        test = _test(inc, cand, alpha, min_effect)
-    return outcome("pass" if test.p_value < alpha else "fail")
-
-
-def _test(inc: TaskAttempts, cand: TaskAttempts, alpha: float, threshold: float) -> PairedTest:
-    return paired_test(list(score_deltas(inc, cand).values()), alpha=alpha, threshold=threshold)
+        if test.n >= 2 and informative and test.effect <= min_effect:
+            status = "futile"
+            break
+        if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):
+            status = "pass"
+            break
+        if not last and test.n >= 2 and informative and hopeless(
+                test, seen / len(order), min_effect, alpha):
+            status = "weak"
+            break
+        if beyond is not None and beyond(seen):
+            status = "aux"
+            break
+    new = rollouts.used - used_before
+    if status == "pass" and beyond is not None and beyond(seen):
+        status = "aux"
+    return RaceOutcome(status, test, seen, new, max(0, served - new))

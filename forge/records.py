@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JOURNAL_FORMAT_VERSION",
+    "READABLE_VERSIONS",
     "VOLATILE",
     "AnyRecord",
     "AuxCheck",
@@ -79,7 +80,10 @@ __all__ = [
     "parse_record",
 ]
 
-JOURNAL_FORMAT_VERSION: Literal[1] = 1
+JOURNAL_FORMAT_VERSION: Literal[2] = 2
+#: The versions this forge reads: 1, journals of the search before its confirmations
+#: became sequential (reviewed, reported and promoted as before; not resumed), and 2.
+READABLE_VERSIONS = (1, 2)
 
 #: Fields that differ between a run and its replay (the clock): left out of the check
 #: that a resumed search reaches the same decisions.
@@ -137,7 +141,9 @@ class PairedStats(_Block):
 
 
 class _ScreenStatus(_Block):
-    status: Literal["pass", "fail", "futile", "budget"]
+    # fail: version 1's "not significant"; version 2 says weak, and refuses a candidate
+    # whose screening breaks a tolerance (aux) or that the memory holds back (held).
+    status: Literal["pass", "fail", "weak", "futile", "budget", "aux", "held"]
 
 
 class ScreenBlock(PairedStats, _ScreenStatus):
@@ -150,27 +156,37 @@ class ScreenBlock(PairedStats, _ScreenStatus):
 
 
 class ConfirmBlock(PairedStats):
-    """The confirmation on fresh seeds, at ``level`` of the alpha-spending sequence."""
+    """The confirmation, at ``level`` of the alpha-spending sequence: on fresh seeds
+    (version 1), or group-sequential on the attempts selection did not read, over
+    ``looks`` looks, the last at ``nominal`` (version 2)."""
 
     level: Number
     index: int
     stream: str
+    looks: int | None = None
+    nominal: Number | None = None
 
     @classmethod
-    def of(cls, test: PairedTest, *, level: float, index: int, stream: str) -> ConfirmBlock:
+    def of(cls, test: PairedTest, *, level: float, index: int, stream: str,
+           **more: Any) -> ConfirmBlock:
         return cls.model_validate({**test.as_dict(), "level": level, "index": index,
-                                   "stream": stream})
+                                   "stream": stream, **more})
 
 
 class ValBlock(PairedStats):
-    """The val non-inferiority test and both configs' val means."""
+    """The val non-inferiority test and both configs' val means (version 2: over
+    ``looks`` looks, the last at ``nominal``)."""
 
     before: Number | None
     after: Number | None
+    looks: int | None = None
+    nominal: Number | None = None
 
     @classmethod
-    def of(cls, test: PairedTest, *, before: float | None, after: float | None) -> ValBlock:
-        return cls.model_validate({**test.as_dict(), "before": before, "after": after})
+    def of(cls, test: PairedTest, *, before: float | None, after: float | None,
+           **more: Any) -> ValBlock:
+        return cls.model_validate({**test.as_dict(), "before": before, "after": after,
+                                   **more})
 
 
 class DevBlock(_Block):
@@ -184,13 +200,16 @@ class DevBlock(_Block):
 
 
 class AuxDetails(_Block):
-    """An auxiliary metric on the confirmation seeds; empty when a config did not report it."""
+    """An auxiliary metric on the confirmation seeds; empty when a config did not report it.
+    Version 2 compares with the start config (``vs: start``) on ``n_tasks`` tasks."""
 
     before: Number | None = None
     after: Number | None = None
     bound: Number | None = None
     allowed: Number | None = None
     direction: str | None = None
+    vs: Literal["incumbent", "start"] | None = None
+    n_tasks: int | None = None
 
 
 class _Delta(_Block):
@@ -238,7 +257,7 @@ class JournalRecordBase(_Block):
     """What every record has: its version, its kind, and when it was written (set by
     the journal writer)."""
 
-    format_version: Literal[1] = JOURNAL_FORMAT_VERSION
+    format_version: Literal[1, 2] = JOURNAL_FORMAT_VERSION
     kind: str
     at: datetime | None = None
 
@@ -274,6 +293,9 @@ class StartRecord(JournalRecordBase):
     dev_mean: Number | None
     val_mean: Number | None
     rollouts_total: int
+    #: Version 2: the dev tasks ``dev_mean`` is over (the screening tasks; the rest of
+    #: the start's evaluation runs when confirmations need it).
+    dev_tasks: int | None = None
 
 
 class ProposalInvalidRecord(JournalRecordBase):
@@ -297,6 +319,8 @@ class CandidateRecord(JournalRecordBase):
     step: int = Field(ge=1)
     move: Move
     inverse: Move
+    #: Version 2: ``step`` (a neighbour of ``before``) or ``jump`` (any other legal value).
+    move_kind: Literal["step", "jump"] | None = None
     proposer: str
     reason: str
     incumbent: str
@@ -311,6 +335,9 @@ class CandidateRecord(JournalRecordBase):
     reused: int | None = None
     blocks: int | None = None
     tasks_screened: int | None = None
+    #: Version 2: of ``rollouts``, what screening cost, and the confirmation's looks.
+    screening_rollouts: int | None = None
+    looks: int | None = None
     gates: list[Gate] = Field(default_factory=list)
     gates_not_run: list[str] = Field(default_factory=list)
     why: str | None = None
@@ -381,11 +408,11 @@ def parse_record(value: Any, *, file: Path, line: int) -> AnyRecord:
     :class:`JournalError` naming the file, the line and, where there is one, the field."""
     if not isinstance(value, dict):
         raise JournalError("expected a JSON object (a journal record)", file=file, line=line)
-    version = value.get("format_version", JOURNAL_FORMAT_VERSION)
-    if type(version) is not int or version != JOURNAL_FORMAT_VERSION:
+    version = value.get("format_version", 1)
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise JournalError(f"format_version {version!r} is not readable by this forge, which "
-                           f"reads {JOURNAL_FORMAT_VERSION}", file=file, line=line,
-                           field="format_version")
+                           f"reads {' and '.join(str(v) for v in READABLE_VERSIONS)}",
+                           file=file, line=line, field="format_version")
     kind = value.get("kind")
     model = _KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:

@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 Scalar = bool | int | float | str
+#: Points of the coarse grid a numeric setting's jumps are drawn from (ends included).
+JUMP_POINTS = 6
 _FLOAT_DIGITS = 12  # significant digits kept: 0.7 + 0.1 lands on 0.8, not 0.7999999999999999
 
 
@@ -83,6 +85,16 @@ class _SettingBase(BaseModel):
     def neighbours(self, value: Any) -> list[Scalar]:  # pragma: no cover
         raise NotImplementedError
 
+    def snap(self, value: Any) -> Scalar:
+        """The legal value nearest ``value`` (on the step grid where there is one)."""
+        return self.check(value)
+
+    def jumps(self, value: Any, points: int = JUMP_POINTS) -> list[Scalar]:
+        """Values of a coarse grid over the whole range that are neither ``value`` nor one
+        of its neighbours (those are steps), in increasing order. Bools and enums have
+        none: every other value of theirs is a step already."""
+        return []
+
     def bounds_text(self) -> str:  # pragma: no cover
         raise NotImplementedError
 
@@ -111,6 +123,24 @@ class IntSetting(_SettingBase):
         v = self.check(value)
         raw = [v // 2, v * 2] if self.scale == "log" else [v - self.step, v + self.step]
         return _distinct_clamped(raw, v, self.min, self.max)
+
+    def snap(self, value: Any) -> int:
+        x = min(max(float(value), self.min), self.max)
+        if self.scale == "log":
+            return int(min(max(round(x), self.min), self.max))
+        return int(min(self.min + round((x - self.min) / self.step) * self.step, self.max))
+
+    def jumps(self, value: Any, points: int = JUMP_POINTS) -> list[Scalar]:
+        v = self.check(value)
+        if self.scale == "log":  # powers of two from min, and max itself
+            grid = [self.min * 2 ** i for i in range(64) if self.min * 2 ** i <= self.max]
+            grid.append(self.max)
+        else:
+            count = (self.max - self.min) // self.step + 1
+            picks = range(count) if count <= 2 * points else (
+                round(i * (count - 1) / (points - 1)) for i in range(points))
+            grid = [self.min + i * self.step for i in picks]
+        return _jumps_from(grid, v, self.neighbours(v))
 
     def bounds_text(self) -> str:
         extra = ", log" if self.scale == "log" else f", step {self.step}"
@@ -154,6 +184,30 @@ class FloatSetting(_SettingBase):
         else:
             raw = [_round_float(x, max(abs(v), s)) for x in (v - s, v + s)]
         return _distinct_clamped(raw, v, self.min, self.max)
+
+    def snap(self, value: Any) -> float:
+        x = min(max(float(value), self.min), self.max)
+        if self.step is None or self.scale == "log":
+            return _round_float(x, max(abs(self.min), abs(self.max)))
+        snapped = self.min + round((x - self.min) / self.step) * self.step
+        return min(_round_float(snapped, max(abs(self.min), abs(self.max))), self.max)
+
+    def jumps(self, value: Any, points: int = JUMP_POINTS) -> list[Scalar]:
+        v = self.check(value)
+        if self.scale == "log":
+            ratio = (self.max / self.min) ** (1 / (points - 1))
+            grid = [_round_float(self.min * ratio ** i, self.max) for i in range(points)]
+        else:
+            span = self.max - self.min
+            count = round(span / self.step) + 1 if self.step is not None else points
+            picks = range(count) if count <= 2 * points else (
+                round(i * (count - 1) / (points - 1)) for i in range(points))
+            width = span / (count - 1) if count > 1 else 0.0
+            grid = [_round_float(self.min + i * width, max(abs(self.min), abs(self.max)))
+                    for i in picks]
+        grid[-1] = self.max  # the ends exactly, whatever the rounding
+        grid[0] = self.min
+        return _jumps_from(grid, v, self.neighbours(v))
 
     def bounds_text(self) -> str:
         extra = ", log" if self.scale == "log" else f", step {self.effective_step:g}"
@@ -224,6 +278,14 @@ def _distinct_clamped(raw: list[Any], current: Any, lo: Any, hi: Any) -> list[Sc
     for x in raw:
         x = min(max(x, lo), hi)
         if x != current and x not in out:
+            out.append(x)
+    return out
+
+
+def _jumps_from(grid: list[Any], current: Any, steps: list[Scalar]) -> list[Scalar]:
+    out: list[Scalar] = []
+    for x in sorted(grid):
+        if x != current and x not in steps and x not in out:
             out.append(x)
     return out
 

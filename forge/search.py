@@ -1,17 +1,28 @@
-"""The search loop: one move at a time, screened, confirmed, gated, journaled.
+"""The search loop: one move at a time, selected on few tasks, proven on the rest.
 
-Each step the proposer offers candidate moves from the incumbent. Every candidate
-is *screened* on the dev screening seeds with racing; the strongest one that
-passes is *confirmed* on fresh dev seeds at a level taken from an alpha-spending
-sequence, then gated on auxiliary metrics, task floors and the val split. At most
-one candidate is promoted per step. The search stops on ``max_steps``,
-``patience``, a budget, or a local optimum; then the start config and the final
-incumbent are each evaluated once on the test split.
+Each step the proposer offers candidate moves from the incumbent: one setting each,
+a step (``±step``, the next choice) or a jump to any other legal value. Candidates
+are *screened* in turn (:mod:`forge.screening`: a race over the dev chunks, attempt
+block 0) and the first that passes is *confirmed* (:mod:`forge.confirm`): every gate
+a group-sequential test on data its selection never read, stopped as soon as the
+evidence decides. A promotion ends the step (first improvement, as ParamILS); a
+refusal lets it go on. The search stops on ``max_steps``, ``patience``, a budget, or
+when no untried move is left; then the start config and the final incumbent are each
+evaluated once on the test split.
+
+Why the guarantee holds: the j-th confirmation since the last promotion is tested at
+``alpha_j = alpha * 6 / (pi^2 j^2)`` (summing to ``alpha``), spread over its looks by
+:mod:`forge.sequential`. Its data are the candidate's attempts on tasks (or attempt
+blocks) its selection did not read, against the incumbent's on the same seeds; under
+"no move has an effect" the candidate's attempts are independent of everything that
+chose it, so each confirmation passes falsely with probability at most ``alpha_j``,
+whatever was selected before, and by the union bound a search promotes anything on a
+no-effect bench with probability at most ``alpha``. Screening, the proposers and the
+memory (:mod:`forge.memory`) only choose *which* candidate is confirmed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import math
@@ -25,13 +36,14 @@ from typing import Any, TypeVar
 
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, BudgetSettings
+from forge.confirm import Confirmation, ConfirmOutcome
 from forge.executors import ExecutorSettings
-from forge.gates import GateResult, aux_gate, dev_gate, floor_gate, score_deltas, val_gate
+from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter, RunOptions
-from forge.moves import Move, apply_move, neighbourhood
+from forge.memory import MoveMemory, MoveNote
+from forge.moves import Move, apply_move, candidate_moves, move_kind
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
-from forge.racing import screen
 from forge.records import (
     AnyRecord,
     AuxCheck,
@@ -43,7 +55,6 @@ from forge.records import (
     Gate,
     PromotedMove,
     ProposalInvalidRecord,
-    ScreenBlock,
     SplitDelta,
     StartRecord,
     StopReason,
@@ -53,12 +64,12 @@ from forge.records import (
 )
 from forge.registry import Config
 from forge.results import TaskAttempts
+from forge.screening import Screen, Screening
 from forge.session import Session
 from forge.stats import PairedTest, paired_test, spent_alpha
 from forge.store import AttemptStore
-from forge.task import Task
 
-__all__ = ["Search", "SearchOptions", "SearchOutcome"]
+__all__ = ["STOP_TEXT", "Search", "SearchOptions", "SearchOutcome"]
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +86,12 @@ class SearchOptions:
     concurrency: int
     timeout_s: float
     candidates_per_step: int = 4
+    # The screening chunks and each confirmation look are a 1/chunks share of a split.
     chunks: int = 4
-    max_blocks: int = 2
-    # Measured in benchmarks/gates.py: futility at the point estimate (0.5) and a
-    # narrow 'close' window cut rollouts per decision by about a third at no
-    # measurable cost in power; screening carries no error guarantee to protect.
-    futility_level: float = 0.5
+    # Screening selects with p below this after the last chunk (below a fifth of it
+    # after an earlier one): selection only, it spends none of the error budget.
+    screen_alpha: float = 0.05
+    jumps: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -92,7 +103,7 @@ class SearchOptions:
         return RunOptions(max_steps=self.max_steps, patience=self.patience,
                           budget=self.budget, k=self.k,
                           candidates_per_step=self.candidates_per_step, chunks=self.chunks,
-                          max_blocks=self.max_blocks, futility_level=self.futility_level,
+                          screen_alpha=self.screen_alpha, jumps=self.jumps,
                           executor=self.executor, proposer=proposer,
                           proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
@@ -102,10 +113,14 @@ class SearchOptions:
                      executor: ExecutorSettings | None = None) -> SearchOptions:
         """The options a run was started with, for its resume; ``concurrency`` is used
         where the run did not journal one, ``executor`` instead of the journaled one."""
+        defaults = cls(max_steps=0, patience=1, budget=o.budget, k=1, seed=0,
+                       concurrency=1, timeout_s=1.0)
         return cls(max_steps=o.max_steps, patience=o.patience, budget=o.budget, k=o.k,
                    seed=seed, concurrency=o.concurrency or concurrency, timeout_s=timeout_s,
                    candidates_per_step=o.candidates_per_step, chunks=o.chunks,
-                   max_blocks=o.max_blocks, futility_level=o.futility_level,
+                   screen_alpha=(defaults.screen_alpha if o.screen_alpha is None
+                                 else o.screen_alpha),
+                   jumps=defaults.jumps if o.jumps is None else o.jumps,
                    executor=executor or o.executor)
 
 
@@ -172,45 +187,13 @@ class SearchOutcome:
 #: The fields of every candidate record of one proposal; called with the rest.
 _CandidateHead = partial[CandidateRecord]
 
-
-@dataclass(frozen=True)
-class _Spent:
-    """What screening a candidate cost, as its records journal it."""
-
-    rollouts: int
-    saved_by_racing: int
-    reused: int
-    blocks: int
-    tasks_screened: int
-
-    def fields(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
-class _Screened:
-    """A candidate that passed screening and waits for (or gives way to) confirmation."""
-
-    proposal: Proposal
-    candidate: Config
-    head: _CandidateHead
-    screen: ScreenBlock
-    spent: _Spent
-    test: PairedTest
-
-    def skip(self, search: Search, why: str) -> None:
-        search._emit(self.head(verdict="skipped", candidate=self.candidate.fingerprint,
-                               dev=DevBlock(screen=self.screen), **self.spent.fields(),
-                               gates=[], why=why, **search._totals()))
-
-
-STOP_TEXT = {
+STOP_TEXT: dict[StopReason, str] = {
     "max_steps": "reached max_steps",
     "patience": "no promotion in `patience` steps in a row",
     "budget_rollouts": "rollout budget spent",
     "budget_cost": "cost budget spent",
     "budget_wall_time": "wall-time budget spent",
-    "local_optimum": "local optimum: every neighbour of the incumbent was tried and refused",
+    "local_optimum": "no untried move (step or jump) of the incumbent is left",
 }
 
 
@@ -230,13 +213,20 @@ class Search:
         self.on_record = on_record
         self.journal = JournalWriter(folder)
         self.records: list[AnyRecord] = []
+        self.memory = MoveMemory()
         self._t0 = time.monotonic()
         self._confirmations = 0  # since the last promotion: indexes the spending sequence
-        self._segment = 0  # promotions so far: each segment confirms on fresh seeds
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
-        gates = bench.spec.gates
-        self.alpha = gates.alpha
-        self.tags = {t.id: list(t.tags) for s in bench.splits.values() for t in s}
+        self.alpha = bench.spec.gates.alpha
+        # Fixed random task orders: the chunks of screening and of each look.
+        dev = list(bench.tasks("dev"))
+        self._rng("dev-order").shuffle(dev)
+        self.dev_order = dev
+        self.chunk = max(2, math.ceil(len(dev) / max(1, options.chunks)))
+        val = list(bench.splits.get("val", []))
+        self._rng("val-order").shuffle(val)
+        self.val_order = val
+        self.val_chunk = max(2, math.ceil(len(val) / max(1, options.chunks))) if val else 0
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -250,14 +240,6 @@ class Search:
     def _rng(self, *parts: object) -> random.Random:
         text = "\x1f".join(str(p) for p in (self.options.seed, *parts))
         return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
-
-    def _tasks(self, split: str) -> list[Task]:
-        return self.bench.tasks(split)
-
-    def _get(self, config: Config, split: str, stream: str,
-             blocks: int = 1) -> TaskAttempts:
-        k = self.options.k
-        return self.rollouts.get(config, split, stream, self._tasks(split), range(k * blocks))
 
     def _budget_stop(self) -> StopReason | None:
         b = self.options.budget
@@ -273,10 +255,20 @@ class Search:
         b = self.options.budget
         return None if b.rollouts is None else max(0, b.rollouts - self.rollouts.used)
 
-    def _compare(self, before: TaskAttempts,
-                 after: TaskAttempts) -> PairedTest:
-        # alpha 0.025 per side: the reported bounds form a 95% two-sided interval.
-        return paired_test(list(score_deltas(before, after).values()), alpha=0.025)
+    @property
+    def slack(self) -> int:
+        """The rollout budget holds to within one chunk of two configs' attempts."""
+        return 2 * self.options.k * self.chunk
+
+    def _totals(self) -> dict[str, float]:
+        return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
+                "elapsed_s": time.monotonic() - self._t0}
+
+    def _first_chunk(self, config: Config) -> TaskAttempts:
+        """``config``'s block-0 attempts on the first dev chunk: every config screened
+        runs it, so its mean compares across configs (what the proposers learn from)."""
+        return self.rollouts.get(config, "dev", "dev", self.dev_order[:self.chunk],
+                                 range(self.options.k))
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -287,31 +279,31 @@ class Search:
                      concurrency=self.options.concurrency,
                      timeout_s=self.options.timeout_s) as session:
             self.rollouts = Rollouts(self.bench, session, store)
+            self.screening = Screening(
+                bench=self.bench, rollouts=self.rollouts, start=self.start,
+                memory=self.memory, order=self.dev_order, chunk=self.chunk, k=self.options.k,
+                alpha=self.options.screen_alpha, budget_left=self._budget_left,
+                slack=self.slack, emit=self._emit, totals=self._totals)
             return self._run()
 
     def _run(self) -> SearchOutcome:
         opts = self.options
         incumbent = self.start
-        registry = self.bench.registry
-        start_dev = self._get(incumbent, "dev", "dev")
-        start_val = (self._get(incumbent, "val", "val") if "val" in self.bench.splits
-                     else TaskAttempts())
-        start_mean = start_dev.mean_score
+        # Only the first chunk now: the rest of the start's evaluation is run when a
+        # screening or a confirmation first needs it, chunk by chunk.
+        first = self._first_chunk(incumbent)
+        start_mean = first.mean_score
         # Nothing scored gives NaN, which a model-based proposer skips, not a false 0.
         history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint,
-                                   math.nan if start_mean is None else start_mean,
-                                   len(start_dev))]
+                                   math.nan if start_mean is None else start_mean, len(first))]
         self.proposer.observe(incumbent, history[0].dev_mean)
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
-                               dev_mean=start_dev.mean_score,
-                               val_mean=start_val.mean_score if start_val else None,
+                               dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
         tried: set[tuple[str, str]] = set()
         promotions: list[PromotedMove] = []
         step = 0
         since_promotion = 0
-        order = self._tasks("dev")[:]
-        self._rng("dev-order").shuffle(order)
         stop_reason: StopReason | None = None
         while True:
             if step >= opts.max_steps:
@@ -320,256 +312,207 @@ class Search:
                 stop_reason = "patience"
             else:
                 stop_reason = self._budget_stop()
-            untried = [m for m in neighbourhood(registry, incumbent)
-                       if (incumbent.fingerprint,
-                           apply_move(registry, incumbent, m).fingerprint) not in tried]
+            untried = self._untried(incumbent, tried, step + 1)
             if not stop_reason and not untried:
                 stop_reason = "local_optimum"
             if stop_reason:
                 break
             step += 1
             proposals = self._proposals(step, incumbent, untried, history)
-            promoted = self._step(step, incumbent, proposals, untried, order, tried, history)
+            promoted = self._step(step, incumbent, proposals, tried, history)
             if promoted is not None:
                 move, incumbent = promoted
                 promotions.append(PromotedMove.of(step, move))
                 since_promotion = 0
+                self._confirmations = 0
             else:
                 since_promotion += 1
         self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=step,
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
-        return self._finish(stop_reason, step, promotions, incumbent, start_dev, start_val)
+        return self._finish(stop_reason, step, promotions, incumbent)
+
+    def _untried(self, incumbent: Config, tried: set[tuple[str, str]], step: int) -> list[Move]:
+        """The incumbent's untried candidate moves; those the memory found futile a
+        short while ago go last."""
+        registry = self.bench.registry
+        fresh = [m for m in candidate_moves(registry, incumbent, jumps=self.options.jumps)
+                 if (incumbent.fingerprint, apply_move(registry, incumbent, m).fingerprint)
+                 not in tried]
+        cool = [m for m in fresh if self.memory.cooling(m, incumbent.fingerprint, step)]
+        return [m for m in fresh if m not in cool] + cool
 
     def _proposals(self, step: int, incumbent: Config, untried: list[Move],
                    history: list[EvaluatedConfig]) -> list[Proposal]:
-        n = self.options.candidates_per_step
+        """This step's proposals: the runtime mutator's first moves, then moves the
+        memory found promising at an earlier incumbent, then the proposer's, then the
+        rest of ``untried`` at random; one move per setting, ``candidates_per_step``."""
         queued = [Proposal(move=m, proposer="runtime", reason="proposed most often by the "
                            "runtime mutator") for m in self.first_moves if m in untried]
+        for m in untried:
+            note = self.memory.last(m)
+            if self.memory.promise(m, incumbent.fingerprint) is not None and note is not None:
+                queued.append(Proposal(move=m, proposer="memory", reason=(
+                    f"screened {note.screen_effect:+.3f} at step {note.step} against an "
+                    "earlier incumbent, not proven there: likely good here too")))
         view = SearchView(registry=self.bench.registry, incumbent=incumbent, untried=untried,
                           history=list(history),
-                          dev_attempts=[a for items in self._get(incumbent, "dev", "dev").values()
+                          dev_attempts=[a for items in self._first_chunk(incumbent).values()
                                         for a in items],
                           step=step, rng=self._rng("propose", step))
-        offered = queued + self.proposer.propose(view, n)
+        offered = queued + self.proposer.propose(view, len(untried))
         # A proposer may refuse what its own source produced (an LLM's unusable reply):
         # each refusal is journaled as a record of its own, and the step goes on.
         for item in self.proposer.drain_rejections():
             self._emit(ProposalInvalidRecord.model_validate(
                 {"proposer": self.proposer.name, **item, "step": step,
                  "incumbent": incumbent.fingerprint}))
-        if not offered:  # a proposer with nothing to say falls back to the neighbourhood
-            rest = untried[:]
-            self._rng("fallback", step).shuffle(rest)
-            offered = [Proposal(move=m, proposer="sweep", reason="fallback: the proposer "
-                                "offered nothing; one-exchange neighbour") for m in rest]
-        seen: list[Move] = []
-        unique = []
+        rest = untried[:]
+        self._rng("fallback", step).shuffle(rest)
+        offered += [Proposal(move=m, proposer="sweep", reason="one-setting move the proposer "
+                             "did not rank, in random order") for m in rest]
+        # One move per setting in a step: a step covers several settings, and a setting's
+        # other values wait for what this one shows.
+        seen: set[Move] = set()
+        targets: set[str] = set()
+        unique: list[Proposal] = []
         for p in offered:
-            if p.move not in seen:
-                seen.append(p.move)
-                unique.append(p)
-        return unique[:n]
+            if p.move in seen or p.move.target in targets:
+                continue
+            seen.add(p.move)
+            targets.add(p.move.target)
+            unique.append(p)
+            if len(unique) >= self.options.candidates_per_step:
+                break
+        return unique
+
+    def head(self, step: int, incumbent: Config, proposal: Proposal) -> _CandidateHead:
+        move = proposal.move
+        return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
+                       move_kind=move_kind(self.bench.registry, move),
+                       proposer=proposal.proposer, reason=proposal.reason,
+                       incumbent=incumbent.fingerprint)
 
     def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
-              untried: list[Move], order: list[Task], tried: set[tuple[str, str]],
-              history: list[EvaluatedConfig]) -> tuple[Move, Config] | None:
-        opts = self.options
-        gates = self.bench.spec.gates
-        passing: list[_Screened] = []
+              tried: set[tuple[str, str]], history: list[EvaluatedConfig]
+              ) -> tuple[Move, Config] | None:
+        """Screen the proposals in order; confirm the first that passes (first
+        improvement): a promotion makes the rest moot, a refusal lets the step go on."""
+        registry = self.bench.registry
         for proposal in proposals:
-            head = self._candidate_head(step, incumbent, proposal)
+            head = self.head(step, incumbent, proposal)
             try:
-                candidate = apply_move(self.bench.registry, incumbent, proposal.move)
+                candidate = apply_move(registry, incumbent, proposal.move)
             except Exception as exc:  # an illegal proposal is journaled, never applied
                 self._emit(head(verdict="rejected", gates=[
                     Gate(name="legal", passed=False, reason=str(exc))]))
                 continue
-            if proposal.move not in neighbourhood(self.bench.registry, incumbent):
-                # Legal but more than one step: the one-move rule keeps causes single.
-                self._emit(head(verdict="rejected", gates=[
-                    Gate(name="legal", passed=False, reason=f"{proposal.move} is not a "
-                         "neighbour of the incumbent (one step of one setting)")]))
-                continue
-            if proposal.move not in untried:
+            if (incumbent.fingerprint, candidate.fingerprint) in tried:
                 self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
                                 why="already tried against this incumbent"))
                 continue
-            used_before = self.rollouts.used
-            outcome = screen(self.rollouts, incumbent, candidate, order, k=opts.k,
-                             alpha=gates.alpha, min_effect=gates.min_effect, chunks=opts.chunks,
-                             max_blocks=opts.max_blocks, futility_level=opts.futility_level,
-                             budget_left=self._budget_left())
-            mean = self.rollouts.peek(candidate, "dev", order, range(opts.k)).mean_score
-            if outcome.status != "budget" and mean is not None:
-                history.append(EvaluatedConfig(candidate.values, candidate.fingerprint, mean,
-                                               outcome.tasks_seen))
-                self.proposer.observe(candidate, mean)
-            spent = _Spent(rollouts=self.rollouts.used - used_before,
-                           saved_by_racing=outcome.saved_by_racing, reused=outcome.reused,
-                           blocks=outcome.blocks, tasks_screened=outcome.tasks_seen)
-            screened = ScreenBlock.of(outcome.status, outcome.test)
-            if outcome.status == "pass":
-                passing.append(_Screened(proposal, candidate, head, screened, spent,
-                                         outcome.test))
-                continue
             tried.add((incumbent.fingerprint, candidate.fingerprint))
-            why = {"futile": "stopped early: cannot plausibly improve (futility)",
-                   "fail": "no significant dev improvement on screening seeds",
-                   "budget": "budget spent during screening"}[outcome.status]
-            verdict = "skipped" if outcome.status == "budget" else "rejected"
-            self._emit(head(verdict=verdict, candidate=candidate.fingerprint,
-                            dev=DevBlock(screen=screened), **spent.fields(), gates=[
-                                Gate(name="dev", passed=False,
-                                     reason=f"{why}: screen {outcome.test.effect:+.3f}, "
-                                            f"p={outcome.test.p_value:.3g}")],
-                            **self._totals()))
-            if outcome.status == "budget":
+            screened = self.screening.run(step, incumbent, proposal, candidate, head)
+            if screened is not None and screened.tasks:
+                # The first chunk is the same tasks and seeds for every config screened.
+                first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
+                                           range(self.options.k))
+                if first.mean_score is not None:
+                    history.append(EvaluatedConfig(candidate.values, candidate.fingerprint,
+                                                   first.mean_score, len(first)))
+                    self.proposer.observe(candidate, first.mean_score,
+                                          self.screening.constraints(candidate))
+            if screened is None or screened.status == "budget":
                 self._out_of_budget = True
                 return None
-        passing = [item for item in passing if self._aux_prescreen(incumbent, item, order, tried)]
-        if not passing:
-            return None
-        passing.sort(key=lambda item: -item.test.effect)
-        best = passing[0]
-        need, left = self._confirm_cost(incumbent, best.candidate), self._budget_left()
-        chunk = 2 * opts.k * -(-len(order) // max(1, opts.chunks))
-        if left is not None and need > left + chunk:
-            # The rollout budget is honoured within one screening chunk: a confirmation
-            # that would overshoot it by more is not started (the candidates stay untried).
-            for item in passing:
-                item.skip(self, f"passed screening; budget spent: confirming needs {need} "
-                                f"rollouts, {left} left")
+            if screened.status != "pass":
+                continue
+            promoted = self._confirm(step, incumbent, screened, head)
+            if promoted is not None or self._out_of_budget:
+                return promoted
+        return None
+
+    def _confirm(self, step: int, incumbent: Config, screened: Screen, head: _CandidateHead
+                 ) -> tuple[Move, Config] | None:
+        self._confirmations += 1
+        level = spent_alpha(self._confirmations, self.alpha)
+        outcome = Confirmation(
+            self.rollouts, self.bench, incumbent=incumbent, start=self.start,
+            candidate=screened.candidate, level=level, dev_order=self.dev_order,
+            screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
+            val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
+            slack=self.slack).run()
+        self._record(head, screened, outcome, level)
+        move = screened.proposal.move
+        if outcome.status == "budget":
             self._out_of_budget = True
             return None
-        for item in passing[1:]:
-            item.skip(self, f"passed screening; the stronger {best.proposal.move} was "
-                            "confirmed first")
-        tried.add((incumbent.fingerprint, best.candidate.fingerprint))
-        return self._confirm(step, incumbent, best)
-
-    def _aux_prescreen(self, incumbent: Config, item: _Screened, order: list[Task],
-                       tried: set[tuple[str, str]]) -> bool:
-        """Refuse, before confirming, a candidate whose screening data already break an
-        auxiliary tolerance: a confirmation would spend a level of the error budget on
-        a candidate the same gate would refuse. Only selection reads screening data,
-        so this costs the confirmation's guarantee nothing."""
-        attempts = range(self.options.k * item.spent.blocks)
-        inc = self.rollouts.peek(incumbent, "dev", order, attempts)
-        cand = self.rollouts.peek(item.candidate, "dev", order, attempts)
-        failed = [g for name, spec in self.bench.spec.metrics.items()
-                  if not (g := aux_gate(name, spec, inc, cand, alpha=self.alpha)).passed]
-        if not failed:
-            return True
-        tried.add((incumbent.fingerprint, item.candidate.fingerprint))
-        self._emit(item.head(verdict="rejected", candidate=item.candidate.fingerprint,
-                             dev=DevBlock(screen=item.screen), **item.spent.fields(),
-                             gates=[Gate.of(g, reason=f"{g.reason} (on the screening seeds)")
-                                    for g in failed],
-                             why="passed dev screening but breaks an auxiliary tolerance; "
-                                 "not worth a confirmation", **self._totals()))
-        return False
-
-    def _confirm_cost(self, incumbent: Config, candidate: Config) -> int:
-        """Rollouts a confirmation would add at most (val counted as if it runs)."""
-        k = range(self.options.k)
-        stream = f"dev#confirm{self._segment}"
-        need = sum(self.rollouts.unrequested(c, stream, self._tasks("dev"), k)
-                   for c in (incumbent, candidate))
-        if "val" in self.bench.splits:
-            need += sum(self.rollouts.unrequested(c, "val", self._tasks("val"), k)
-                        for c in (incumbent, candidate))
-        return need
-
-    def _candidate_head(self, step: int, incumbent: Config, proposal: Proposal
-                        ) -> _CandidateHead:
-        move = proposal.move
-        return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
-                       proposer=proposal.proposer, reason=proposal.reason,
-                       incumbent=incumbent.fingerprint)
-
-    def _totals(self) -> dict[str, float]:
-        return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
-                "elapsed_s": time.monotonic() - self._t0}
-
-    def _confirm(self, step: int, incumbent: Config, best: _Screened
-                 ) -> tuple[Move, Config] | None:
-        candidate, screen_test = best.candidate, best.test
-        gates_cfg = self.bench.spec.gates
-        used_before = self.rollouts.used - best.spent.rollouts
-        self._confirmations += 1
-        level = spent_alpha(self._confirmations, gates_cfg.alpha)
-        # Fresh seeds for each incumbent: the incumbent's own confirmation attempts
-        # were selected for passing, and reusing them would bias later tests.
-        stream = f"dev#confirm{self._segment}"
-        inc_dev = self._get(incumbent, "dev", stream)
-        cand_dev = self._get(candidate, "dev", stream)
-        confirm = paired_test(list(score_deltas(inc_dev, cand_dev).values()),
-                              alpha=gates_cfg.alpha, threshold=gates_cfg.min_effect)
-        results: list[GateResult] = [dev_gate(confirm, level=level, screen=screen_test)]
-        results += [aux_gate(name, spec, inc_dev, cand_dev, alpha=gates_cfg.alpha)
-                    for name, spec in self.bench.spec.metrics.items()]
-        floor_checks: list[tuple[str, Any, Any]] = [("dev", inc_dev, cand_dev)]
-        floors = [floor_gate(tag, floor, floor_checks, self.tags)
-                  for tag, floor in gates_cfg.task_floors.items()]
-        val_info: ValBlock | None = None
-        not_run: list[str] = []
-        # val is opened only for a candidate that passed every dev-side gate (floors too).
-        if all(g.passed for g in results + floors) and "val" in self.bench.splits:
-            inc_val = self._get(incumbent, "val", "val")
-            cand_val = self._get(candidate, "val", "val")
-            val_test = paired_test(list(score_deltas(inc_val, cand_val).values()),
-                                   alpha=gates_cfg.alpha, threshold=-gates_cfg.val_margin)
-            results.append(val_gate(val_test, margin=gates_cfg.val_margin))
-            val_info = ValBlock.of(val_test, before=inc_val.mean_score,
-                                   after=cand_val.mean_score)
-            floor_checks.append(("val", inc_val, cand_val))
-            floors = [floor_gate(tag, floor, floor_checks, self.tags)
-                      for tag, floor in gates_cfg.task_floors.items()]
-        elif "val" in self.bench.splits:
-            not_run.append("val")
-        results += floors
-        promoted = all(g.passed for g in results)
-        aux = {g.name[4:]: AuxDetails.model_validate(g.details) for g in results
-               if g.name.startswith("aux:")}
-        spent = dataclasses.replace(best.spent, rollouts=self.rollouts.used - used_before)
-        self._emit(best.head(
-            verdict="promoted" if promoted else "rejected", candidate=candidate.fingerprint,
-            dev=DevBlock(screen=best.screen,
-                         confirm=ConfirmBlock.of(confirm, level=level,
-                                                 index=self._confirmations, stream=stream),
-                         before=inc_dev.mean_score, after=cand_dev.mean_score),
-            val=val_info, aux=aux, gates=[Gate.of(g) for g in results], gates_not_run=not_run,
-            **spent.fields(), **self._totals()))
-        if not promoted:
+        failing = next((g for g in outcome.gates if not g.passed), None)
+        if outcome.status != "promoted":
+            self.memory.record(move, MoveNote(step, incumbent.fingerprint, "refused",
+                                              screened.test.effect, screened.se,
+                                              gate=failing.name if failing else "dev"))
             return None
-        self._segment += 1
-        self._confirmations = 0
-        return best.proposal.move, candidate
+        self.memory.record(move, MoveNote(step, incumbent.fingerprint, "promoted",
+                                          screened.test.effect, screened.se))
+        return move, screened.candidate
+
+    def _record(self, head: _CandidateHead, screened: Screen, outcome: ConfirmOutcome,
+                level: float) -> None:
+        verdict = {"promoted": "promoted", "rejected": "rejected", "budget": "skipped"}[
+            outcome.status]
+        confirm = None
+        if outcome.dev:
+            confirm = ConfirmBlock.model_validate({**outcome.dev, "level": level,
+                                                   "index": self._confirmations,
+                                                   "stream": "dev"})
+        self._emit(head(
+            verdict=verdict, candidate=screened.candidate.fingerprint,
+            dev=DevBlock(screen=screened.block, confirm=confirm, before=outcome.dev_means[0],
+                         after=outcome.dev_means[1]),
+            val=None if outcome.val is None else ValBlock.model_validate(outcome.val),
+            aux={m: AuxDetails.model_validate(d) for m, d in outcome.aux.items()},
+            gates=[Gate.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,
+            rollouts=screened.rollouts + outcome.rollouts, tasks_screened=screened.tasks,
+            screening_rollouts=screened.rollouts, looks=outcome.looks,
+            why="budget spent during confirmation" if outcome.status == "budget" else None,
+            **self._totals()))
+
+    # -- the end --------------------------------------------------------------------
+
+    def _block(self, before: TaskAttempts, after: TaskAttempts) -> SplitDelta:
+        """Start against final on the tasks both ran (95% two-sided bounds)."""
+        shared = TaskAttempts({t: v for t, v in before.items() if t in after})
+        t = paired_test(list(score_deltas(shared, after).values()), alpha=0.025)
+        return SplitDelta(start=shared.mean_score,
+                          final=TaskAttempts({k: v for k, v in after.items()
+                                              if k in shared}).mean_score,
+                          delta=t.effect if t.n else None,
+                          ci_low=t.ci_low if t.n > 1 else None,
+                          ci_high=t.ci_high if t.n > 1 else None)
+
+    def _known(self, config: Config, split: str) -> TaskAttempts:
+        """Every attempt of ``config`` on ``split``'s base block the search ran."""
+        return self.rollouts.peek(config, split, self.bench.tasks(split),
+                                  range(self.options.k))
 
     def _finish(self, stop_reason: StopReason, steps: int, promotions: list[PromotedMove],
-                final: Config, start_dev: TaskAttempts,
-                start_val: TaskAttempts) -> SearchOutcome:
-        def block(before: TaskAttempts, after: TaskAttempts
-                  ) -> SplitDelta:
-            t = self._compare(before, after)
-            return SplitDelta(start=before.mean_score, final=after.mean_score,
-                              delta=t.effect if t.n else None,
-                              ci_low=t.ci_low if t.n > 1 else None,
-                              ci_high=t.ci_high if t.n > 1 else None)
-
-        dev = block(start_dev, self._get(final, "dev", "dev"))
-        val = block(start_val, self._get(final, "val", "val")) if start_val else SplitDelta()
+                final: Config) -> SearchOutcome:
+        # dev and val: the tasks both configs ran (the search runs no more to report).
+        dev = self._block(self._known(self.start, "dev"), self._known(final, "dev"))
+        val = (self._block(self._known(self.start, "val"), self._known(final, "val"))
+               if "val" in self.bench.splits else SplitDelta())
         test = SplitDelta()
         if self.options.run_test and "test" in self.bench.splits:
             # The test split is opened here, once, after every decision is made.
-            start_test = self._get(self.start, "test", "test")
-            final_test = self._get(final, "test", "test")
-            test = block(start_test, final_test)
-            t = self._compare(start_test, final_test)
-            # The gates hold each move to the tolerances against its own incumbent, so
-            # several moves can add up past them: the whole way from the start is
-            # checked here, on test, for the reviewer (it decides nothing).
-            aux = [aux_gate(name, spec, start_test, final_test, alpha=self.alpha)
+            tasks = self.bench.tasks("test")
+            k = range(self.options.k)
+            start_test = self.rollouts.get(self.start, "test", "test", tasks, k)
+            final_test = self.rollouts.get(final, "test", "test", tasks, k)
+            test = self._block(start_test, final_test)
+            t = paired_test(list(score_deltas(start_test, final_test).values()), alpha=0.025)
+            # Every tolerance from the start to the final config, as the gates promised
+            # it: the reviewer's check, and what `forge promote` reads.
+            aux = [tolerance_check(name, spec, start_test, final_test, alpha=self.alpha)
                    for name, spec in self.bench.spec.metrics.items()]
             self._emit(TestRecord.model_validate(
                 {**test.as_json(), "confidence": 0.95, "n_tasks": t.n,

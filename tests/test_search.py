@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -428,7 +428,8 @@ class ScriptedProposer(Proposer):
         self.seen_tasks.update(a.task_id for a in view.dev_attempts)
         return [Proposal(move=m, proposer=self.name, reason="scripted") for m in self.moves]
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         self.observed.append(dict(config.values))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -88,9 +89,11 @@ class Proposer(Plugin, ABC):
       be illegal (out of bounds, stale, or not in ``untried``): the search journals
       it as rejected and never applies it. Returning fewer than ``n``, or none, is
       fine; the search then falls back or stops.
-    - ``observe(config, dev_mean)`` is called for every config the search scores,
-      in order, including on resume, so a model-based proposer can rebuild its state
-      by replay. It must not do I/O that a replay would repeat differently.
+    - ``observe(config, dev_mean, constraints)`` is called for every config the search
+      screens, in order, including on resume, so a model-based proposer can rebuild
+      its state by replay. ``constraints`` says per auxiliary metric how far past its
+      tolerance against the start config the screening put it (feasible at <= 0). It
+      must not do I/O that a replay would repeat differently.
     - Deterministic given the view (use ``view.rng`` for randomness).
 
     Optional hooks, which do nothing unless a proposer overrides them:
@@ -104,7 +107,8 @@ class Proposer(Plugin, ABC):
     def propose(self, view: SearchView, n: int) -> list[Proposal]: ...
 
     @abstractmethod
-    def observe(self, config: Config, dev_mean: float) -> None: ...
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None: ...
 
     def journal_form(self) -> dict[str, Any] | None:
         """What run.json keeps about this proposer beyond its name; None: nothing."""

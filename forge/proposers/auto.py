@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -30,10 +31,10 @@ class AutoProposer(Proposer):
     options_model = OptunaOptions
 
     def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
-                 n_startup_trials: int = 4, n_samples: int = 32) -> None:
+                 n_startup_trials: int = 4) -> None:
         self.reflect = ReflectProposer()
         self.optuna = OptunaProposer(registry, run_dir=run_dir, seed=seed,
-                                     n_startup_trials=n_startup_trials, n_samples=n_samples)
+                                     n_startup_trials=n_startup_trials)
 
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
@@ -57,6 +58,7 @@ class AutoProposer(Proposer):
                         break
         return proposals
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         """Forwarded to the Optuna part."""
-        self.optuna.observe(config, dev_mean)
+        self.optuna.observe(config, dev_mean, constraints)

@@ -36,6 +36,7 @@ import logging
 import math
 import os
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
@@ -282,7 +283,8 @@ class LLMProposer(Proposer):
         out, self._rejections = self._rejections, []
         return out
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         """Nothing to learn: the model sees the history in the next view."""
 
     def _ask(self, view: SearchView) -> dict[str, Any]:

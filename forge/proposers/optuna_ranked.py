@@ -1,10 +1,14 @@
-"""The Optuna proposer: untried neighbours ranked by where a TPE sampler would go next.
+"""The Optuna proposer: for each setting, the value TPE would pick with every other
+setting held at the incumbent's.
 
-forge keeps its one-setting-at-a-time search; Optuna only *ranks* the incumbent's
-neighbours. Every config the search scores becomes a COMPLETE trial (value = dev
-mean, maximised). To rank, throwaway studies holding the same trials draw TPE
-suggestions, and each move is scored by how strongly the suggestions point from the
-incumbent's value towards the move's ``after`` value (see :class:`OptunaProposer`).
+forge keeps its one-setting-at-a-time search; Optuna picks the *value* of each move.
+Every config the search screens becomes a COMPLETE trial (value: its mean score on
+the first dev chunk, the same tasks and seeds for every config, so the values
+compare; constraints: how far each auxiliary metric is past its tolerance against the
+start config on those tasks, so TPE learns where the feasible region is). To propose,
+a throwaway study holds the same trials and asks Optuna's ``PartialFixedSampler`` over
+a univariate TPE for one setting, the others fixed at the incumbent's values: TPE's
+own per-dimension suggestion, any legal value of that setting (a step or a jump).
 
 With a ``run_dir`` the trials are also written to ``run_dir / "optuna.journal"``
 (study ``"forge"``), so ``optuna-dashboard run_dir/optuna.journal`` can show them.
@@ -20,11 +24,11 @@ import logging
 import math
 import random
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import optuna
 from optuna.distributions import (
@@ -37,7 +41,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import FrozenTrial
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.moves import Move
+from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
 from forge.registry import (
@@ -58,7 +62,6 @@ __all__ = ["JOURNAL_FILE", "STUDY_NAME", "OptunaOptions", "OptunaProposer", "qui
 JOURNAL_FILE = "optuna.journal"
 STUDY_NAME = "forge"
 _FINGERPRINT = "fingerprint"  # user attr that ties a trial to its config
-_Draws = list[dict[str, Any]]
 
 
 @contextmanager
@@ -88,6 +91,17 @@ class _Param:
     # Categorical choices as Optuna sees them. Optuna finds a choice with ``==``, so
     # an enum holding both 1 and True would be read wrong; such enums use repr labels.
     labels: tuple[Any, ...] | None = None
+
+    def decode(self, value: Any) -> Scalar:
+        """The setting's value for what Optuna holds (a label back to its choice)."""
+        if self.labels is None:
+            decoded: Scalar = value
+            return decoded
+        choices = self.setting.choices if isinstance(self.setting, EnumSetting) else []
+        for choice, label in zip(choices, self.labels, strict=True):
+            if label == value:
+                return choice
+        raise ValueError(f"{value!r} is not a label of {self.setting}")
 
     def encode(self, value: Scalar) -> Any:
         if self.labels is None:
@@ -140,59 +154,43 @@ class OptunaOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     n_startup_trials: int = Field(default=4, ge=0)
-    n_samples: int = Field(default=32, ge=1)
 
 
 @PROPOSERS.register("optuna")
 class OptunaProposer(Proposer):
-    """Ranks ``view.untried`` with a TPE sampler fed by every observed config.
+    """Proposes, per setting, the value TPE would pick with the others held fixed.
 
     Contract:
 
-    - ``observe(config, dev_mean)`` records the config as a COMPLETE trial (maximise).
-      A config is recorded once, by fingerprint: a second observation of the same
-      config is ignored (the first score stands, as in the journal file, whose
-      trials cannot be changed). A non-finite ``dev_mean`` (nothing scored) says
-      nothing about the objective and is ignored.
-    - ``propose(view, n)`` scores every move of ``view.untried`` and returns the best
-      ``n``, ties broken by ``view.rng``. The scores depend only on ``seed`` and the
-      sequence of ``observe`` calls: the same sequence gives the same ranking.
-    - With fewer than ``n_startup_trials`` trials, TPE samples at random; the
-      ranking is then close to a shuffle, and the reason says so.
-
-    Move score, in [-1, 1]. The *vote* of one suggestion ``s`` for a move is
-    ``(|s - before| - |s - after|) / |after - before|`` for numbers (on the log
-    scale for log settings): +1 at or beyond ``after``, -1 at or beyond ``before``;
-    for bools and enums it is ``[s == after] - [s == before]``. Votes lie in
-    [-1, 1] whatever the setting's type or range, so moves of different settings
-    compare on one scale. The score is half of: the mean vote of ``n_samples``
-    suggestions of a maximising TPE, minus the mean vote of ``n_samples``
-    suggestions of a minimising TPE over the same trials. The second term is there
-    because TPE's "good" group is small (10% of the trials): on the few best trials
-    an irrelevant setting holds some value by chance, and maximising votes alone
-    rate moving it as high as moving a setting that matters. A setting that
-    matters points the other way among the worst trials; a chance value rarely does.
+    - ``observe(config, dev_mean, constraints)`` records the config as a COMPLETE trial
+      (maximise), with its constraint values (feasible when all are <= 0). A config is
+      recorded once, by fingerprint: a second observation is ignored (the first score
+      stands, as in the journal file, whose trials cannot be changed). A non-finite
+      ``dev_mean`` (nothing scored) says nothing about the objective and is ignored.
+    - ``propose(view, n)`` gives one move per setting: the setting's restricted TPE
+      suggestion (:meth:`suggest`) when it is a legal, untried move, else one of the
+      setting's untried moves at random; then the settings' other untried moves. The
+      settings least tried against this incumbent come first, ties by ``view.rng``:
+      a step spans several settings and none is left unexplored.
+    - With fewer than ``n_startup_trials`` trials TPE samples at random, and the
+      reason says so. Suggestions depend only on ``seed`` and the sequence of
+      ``observe`` calls, which a resumed search replays in order.
     """
 
     name: str = "optuna"
     options_model = OptunaOptions
 
     def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
-                 n_startup_trials: int = 4, n_samples: int = 32) -> None:
+                 n_startup_trials: int = 4) -> None:
         if n_startup_trials < 0:
             raise ValueError(f"n_startup_trials must be >= 0, got {n_startup_trials}")
-        if n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         self.registry = registry
         self.seed = seed
         self.n_startup_trials = n_startup_trials
-        self.n_samples = n_samples
         self._params = {name: _param(s) for name, s in registry.settings.items()}
         self._distributions = {name: p.distribution for name, p in self._params.items()}
         self._trials: list[FrozenTrial] = []  # observed in this process, in order
         self._observed: set[str] = set()
-        # (trial count, draws towards the best, draws towards the worst): suggestions()
-        self._samples: tuple[int, _Draws, _Draws] | None = None
         self.journal_path = run_dir / JOURNAL_FILE if run_dir is not None else None
         storage: JournalStorage | None = None
         if self.journal_path is not None:
@@ -222,14 +220,15 @@ class OptunaProposer(Proposer):
         """Configs observed (distinct, with a finite score) in this process."""
         return len(self._trials)
 
-    def _sampler(self, seed: int, *, constant_liar: bool = True) -> optuna.samplers.TPESampler:
-        # multivariate spelled out: the default changed across Optuna versions, and the
-        # joint model is what can see that two settings only pay off together.
+    def _sampler(self, seed: int) -> optuna.samplers.TPESampler:
+        # Univariate: with the other settings fixed, only this setting's own density
+        # ratio decides, and it is estimated from every trial.
         return optuna.samplers.TPESampler(seed=seed % 2**32,
                                           n_startup_trials=self.n_startup_trials,
-                                          multivariate=True, constant_liar=constant_liar)
+                                          multivariate=False)
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         """Record ``config`` as a trial of value ``dev_mean`` (once per fingerprint)."""
         if config.registry_digest != self.registry.digest:
             raise ValueError("config belongs to another registry than this proposer's")
@@ -239,9 +238,11 @@ class OptunaProposer(Proposer):
         params = {name: self._params[name].encode(config.values[name]) for name in self._params}
         distributions = {name: p.distribution_for(config.values[name])
                          for name, p in self._params.items()}
+        finite = {k: float(v) for k, v in (constraints or {}).items() if math.isfinite(v)}
         trial = optuna.trial.create_trial(params=params, distributions=distributions,
                                           value=float(dev_mean),
-                                          user_attrs={_FINGERPRINT: fingerprint})
+                                          user_attrs={_FINGERPRINT: fingerprint},
+                                          constraints=finite or None)
         self._trials.append(trial)
         self._observed.add(fingerprint)
         if fingerprint not in self._stored:  # a resumed run replays configs already stored
@@ -249,74 +250,63 @@ class OptunaProposer(Proposer):
                 self.study.add_trial(trial)
             self._stored.add(fingerprint)
 
-    def suggestions(self) -> tuple[_Draws, _Draws]:
-        """``n_samples`` TPE suggestions towards the best trials, and as many towards the worst.
-
-        Cached per trial count. Drawn from throwaway in-memory studies so the asked
-        trials never reach the journal file; ``constant_liar`` is off there, as the
-        asks are independent draws from one model, not a batch that should spread out.
-        """
-        n = len(self._trials)
-        if self._samples is not None and self._samples[0] == n:
-            return self._samples[1], self._samples[2]
-        best = self._draw("maximize", n)
-        worst = self._draw("minimize", n)
-        self._samples = (n, best, worst)
-        return best, worst
-
-    def _draw(self, direction: Literal["maximize", "minimize"], n_trials: int) -> _Draws:
-        # A seed per (run seed, trial count, side): reproducible, fresh once the model changes.
-        seed = random.Random(f"forge-optuna:{self.seed}:{n_trials}:{direction}").getrandbits(32)
+    def suggest(self, target: str, incumbent: Config) -> Scalar | None:
+        """Where TPE puts ``target`` with every other setting at ``incumbent``'s value
+        (Optuna's ``PartialFixedSampler`` over a univariate TPE fitted on every trial),
+        snapped to a legal value; None before the first trial."""
+        if not self._trials:
+            return None
+        param = self._params[target]
+        fixed = {name: self._params[name].encode(incumbent.values[name])
+                 for name in self._params if name != target}
+        # A seed per (run seed, trial count, setting): reproducible, fresh as the model
+        # changes.
+        seed = random.Random(f"forge-optuna:{self.seed}:{len(self._trials)}:{target}"
+                             ).getrandbits(32)
         with quiet_optuna():
-            study = optuna.create_study(direction=direction,
-                                        sampler=self._sampler(seed, constant_liar=False))
+            study = optuna.create_study(direction="maximize", sampler=(
+                optuna.samplers.PartialFixedSampler(fixed, self._sampler(seed))))
             study.add_trials(self._trials)
-            return [study.ask(self._distributions).params for _ in range(self.n_samples)]
+            value = study.ask(self._distributions).params[target]
+        return param.setting.snap(param.decode(value))
 
-    def vote(self, move: Move, draws: _Draws) -> float:
-        """Mean vote of ``draws`` for ``move`` (see the class docstring), in [-1, 1]."""
-        param = self._params.get(move.target)
-        if param is None or not draws:
-            return 0.0
-        if isinstance(param.setting, (IntSetting, FloatSetting)):
-            log = param.setting.scale == "log"
-
-            def t(x: Any) -> float:
-                return math.log(float(x)) if log else float(x)
-
-            before, after = t(move.before), t(move.after)
-            width = abs(after - before)
-            if width == 0:
-                return 0.0
-            total = sum(abs(t(d[move.target]) - before) - abs(t(d[move.target]) - after)
-                        for d in draws)
-            return total / width / len(draws)
-        before_label, after_label = param.encode(move.before), param.encode(move.after)
-        votes = sum(int(same_value(d[move.target], after_label))
-                    - int(same_value(d[move.target], before_label)) for d in draws)
-        return votes / len(draws)
-
-    def score(self, move: Move) -> float:
-        """How strongly TPE points from ``move.before`` to ``move.after``, in [-1, 1]."""
-        best, worst = self.suggestions()
-        return (self.vote(move, best) - self.vote(move, worst)) / 2
-
-    def rank(self, view: SearchView) -> list[tuple[Move, float]]:
-        """Every move of ``view.untried`` with its score, best first, ties by ``view.rng``."""
-        scored = [(move, self.score(move), view.rng.random()) for move in view.untried]
-        scored.sort(key=lambda item: (-item[1], item[2]))
-        return [(move, score) for move, score, _ in scored]
+    def rank(self, view: SearchView) -> list[tuple[Move, bool]]:
+        """Every untried move of ``view``, TPE's suggestion first per setting (flagged
+        True), settings least tried against the incumbent first and taken in turn."""
+        total: dict[str, int] = {}
+        for m in candidate_moves(view.registry, view.incumbent):
+            total[m.target] = total.get(m.target, 0) + 1
+        by_target: dict[str, list[tuple[Move, bool]]] = {}
+        for m in view.untried:
+            by_target.setdefault(m.target, []).append((m, False))
+        for target, moves in by_target.items():
+            view.rng.shuffle(moves)
+            value = self.suggest(target, view.incumbent)
+            current = view.incumbent.values[target]
+            if value is None or same_value(value, current):
+                continue
+            move = Move(target=target, before=current, after=value)
+            moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
+        left = {t: len(ms) for t, ms in by_target.items()}
+        order = sorted(by_target, key=lambda t: (total.get(t, 0) - left[t], view.rng.random()))
+        out: list[tuple[Move, bool]] = []
+        for depth in range(max(left.values(), default=0)):
+            out += [by_target[t][depth] for t in order if depth < left[t]]
+        return out
 
     def propose(self, view: SearchView, n: int) -> list[Proposal]:
-        """The ``n`` best-ranked untried moves."""
+        """The first ``n`` moves of :meth:`rank`."""
         if n <= 0 or not view.untried:
             return []
         trials = len(self._trials)
-        basis = f"2x{self.n_samples} samples, {trials} trials"
-        if trials < self.n_startup_trials:
-            basis += f", fewer than {self.n_startup_trials}: TPE samples at random"
-        return [Proposal(move=move, proposer=self.name,
-                         reason=f"TPE ranks {describe_move(view.registry, move)} "
-                                f"(score {score:+.2f} over {basis})")
-                for move, score in self.rank(view)[:n]]
-
+        random_phase = trials < self.n_startup_trials
+        basis = (f"{trials} trials, fewer than {self.n_startup_trials}: TPE samples at random"
+                 if random_phase else f"{trials} trials")
+        out = []
+        for move, suggested in self.rank(view)[:n]:
+            what = describe_move(view.registry, move)
+            reason = (f"TPE, the other settings held, suggests {what} ({basis})" if suggested
+                      else f"{what}: explores the setting TPE has no other value for "
+                           f"({basis})")
+            out.append(Proposal(move=move, proposer=self.name, reason=reason))
+        return out

@@ -11,7 +11,7 @@ proposed; the gates still decide.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from forge.moves import Move
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
@@ -115,5 +115,6 @@ class ReflectProposer(Proposer):
                     return proposals
         return proposals
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         """Nothing to learn: reflection reads the current view only."""

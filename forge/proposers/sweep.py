@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
 from forge.registry import Config
 
@@ -32,5 +34,6 @@ class SweepProposer(Proposer):
                                 f"({i + 1} of {total} untried)")
                 for i, move in enumerate(order[:n])]
 
-    def observe(self, config: Config, dev_mean: float) -> None:
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
         """Nothing to learn: the sweep does not look at scores."""

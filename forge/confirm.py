@@ -1,0 +1,366 @@
+"""Confirming one selected candidate: every gate a group-sequential test, stopped early.
+
+The candidate was *selected* on the screening tasks (the first ``screen_tasks`` of the
+dev order, attempt block 0). Its confirmation never reads those attempts: it runs the
+other dev tasks on block 0, then the screening tasks again on a fresh block (attempt
+indices ``k..2k``), so every dev task counts and none of the data that chose the
+candidate decides it. Chunks of tasks come in one *look* at a time, and after each
+look every open gate is tested at that look's nominal level (:mod:`forge.sequential`):
+
+- ``dev``: improvement over the incumbent beyond ``min_effect``, at the level
+  ``alpha_j`` the search spends on its j-th confirmation since the last promotion;
+- ``val``: non-inferiority against the incumbent (lower bound above ``-val_margin``),
+  opened once ``dev`` has passed, at ``alpha``;
+- ``aux:<metric>``: the regression against the *start* config (the one deployed) within
+  its tolerance, on the val tasks (dev where a bench has no val), at ``alpha``:
+  anchored at the start, so tolerances cannot add up across promotions;
+- ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed.
+
+A gate that crosses its boundary is decided for good; one whose evidence points
+clearly the other way (an 80% bound on the wrong side) is decided as failed, which
+only removes rejections and so costs no error. Data are fetched only while a gate is
+open: dev chunks until ``dev`` decides (with one val chunk after the first, where a
+dev-only win shows early), then val chunks while ``val`` or an auxiliary gate is
+open. Data exhausted with a gate open: that gate fails ("not shown").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from forge.attempt_cache import Rollouts
+from forge.bench import Bench
+from forge.gates import (
+    GateResult,
+    aux_text,
+    floor_gate,
+    regression_allowance,
+    regressions,
+    score_deltas,
+)
+from forge.racing import hopeless
+from forge.registry import Config
+from forge.results import TaskAttempts
+from forge.sequential import nominal_level
+from forge.stats import PairedTest, paired_test
+from forge.task import Task
+
+__all__ = ["ConfirmOutcome", "Confirmation"]
+
+
+
+@dataclass
+class _Gate:
+    """One sequential test: its looks so far and, once decided, its verdict."""
+
+    name: str
+    level: float
+    n_max: int
+    fractions: list[float] = field(default_factory=list)
+    passed: bool | None = None
+    reason: str = ""
+    details: dict[str, float | int | str | None] = field(default_factory=dict)
+
+    @property
+    def open(self) -> bool:
+        return self.passed is None
+
+    def look(self, n: int) -> float | None:
+        """Register a look with ``n`` paired tasks; its nominal level, or None when the
+        look adds no task (no new information: no test)."""
+        fraction = min(1.0, n / self.n_max)
+        if n < 2 or (self.fractions and fraction <= self.fractions[-1]):
+            return None
+        self.fractions.append(fraction)
+        return nominal_level(self.fractions, self.level)
+
+    def undecidable(self, t: PairedTest) -> bool:
+        """Identical deltas on fewer than half the tasks decide nothing: a rare event (a
+        harmful action on one attempt in fifty) is absent from a chunk by chance, and a
+        t-test would read its absence as certainty."""
+        return t.sd == 0 and bool(self.fractions) and self.fractions[-1] < 0.5
+
+    def decide(self, passed: bool, reason: str, **details: float | int | str | None) -> None:
+        self.passed = passed
+        self.reason = reason
+        self.details.update(details, looks=len(self.fractions), level=self.level)
+
+    def result(self) -> GateResult:
+        return GateResult(name=self.name, passed=bool(self.passed), reason=self.reason,
+                          details=self.details)
+
+
+@dataclass
+class ConfirmOutcome:
+    status: Literal["promoted", "rejected", "budget"]
+    gates: list[GateResult]
+    dev: dict[str, Any]
+    val: dict[str, Any] | None
+    aux: dict[str, dict[str, Any]]
+    rollouts: int
+    looks: int
+    not_run: list[str]
+    #: The incumbent's and the candidate's mean over the dev confirmation attempts.
+    dev_means: tuple[float | None, float | None] = (None, None)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+
+
+class Confirmation:
+    """The confirmation of ``candidate`` against ``incumbent`` (and ``start`` for the
+    auxiliary gates). ``run`` fetches what it needs through ``rollouts`` and stops at
+    the first look that decides, or when a look would not fit ``budget_left``."""
+
+    def __init__(self, rollouts: Rollouts, bench: Bench, *, incumbent: Config, start: Config,
+                 candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
+                 look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
+                 budget_left: Callable[[], int | None], slack: int) -> None:
+        self.rollouts = rollouts
+        self.bench = bench
+        self.inc, self.start, self.cand = incumbent, start, candidate
+        self.k = k
+        self.budget_left = budget_left
+        self.slack = slack
+        gates = bench.spec.gates
+        self.gates = gates
+        # The dev plan: the tasks screening did not reach on block 0, then the screened
+        # ones again on block 1 (fresh seeds), a look per chunk.
+        rest, screened = list(dev_order[screen_tasks:]), list(dev_order[:screen_tasks])
+        self.dev_plan = [(rest[i:i + look_tasks], range(k))
+                         for i in range(0, len(rest), look_tasks)]
+        self.dev_plan += [(screened[i:i + look_tasks], range(k, 2 * k))
+                          for i in range(0, len(screened), look_tasks)]
+        self.val_plan = [(list(val_order[i:i + val_look_tasks]), range(k))
+                         for i in range(0, len(val_order), val_look_tasks)]
+        self.dev = _Gate("dev", level, len(dev_order))
+        self.val = _Gate("val", gates.alpha, len(val_order)) if val_order else None
+        # The tolerances are checked on val, the held-out split: where dev and val differ
+        # (phrasings only val has), val is what a deployment looks like; a bench
+        # without val checks them on dev.
+        self.aux_split = "val" if val_order else "dev"
+        n_aux = len(val_order) if val_order else len(dev_order)
+        # alpha shared among the metrics (Bonferroni): with probability 1 - alpha every
+        # tolerance of a promotion holds, not just each one.
+        aux_level = gates.alpha / max(1, len(bench.spec.metrics))
+        self.aux = {m: _Gate(f"aux:{m}", aux_level, n_aux) for m in bench.spec.metrics}
+        self.data: dict[tuple[str, str], TaskAttempts] = {}  # (config fp, split) -> attempts
+        self.spent = 0
+        self.looks = 0
+        self.last_dev: PairedTest | None = None
+        self.last_val: PairedTest | None = None
+        self.aux_info: dict[str, dict[str, Any]] = {}
+
+    # -- data ------------------------------------------------------------------------
+
+    def _configs(self, split: str) -> list[Config]:
+        """Who must run a chunk of ``split`` now: the candidate, the incumbent while its
+        gate is open, and the start while an auxiliary gate is open."""
+        wanted = [self.cand]
+        if (split == "dev" and self.dev.open) or (
+                split == "val" and self.val is not None and self.val.open):
+            wanted.append(self.inc)
+        if (split == self.aux_split and any(g.open for g in self.aux.values())
+                and self.start.fingerprint not in {c.fingerprint for c in wanted}):
+            wanted.append(self.start)
+        return wanted
+
+    def _fetch(self, split: str, tasks: list[Task], attempts: range) -> bool:
+        configs = self._configs(split)
+        need = sum(self.rollouts.unrequested(c, split, tasks, attempts) for c in configs)
+        left = self.budget_left()
+        if left is not None and need and (left <= 0 or need > left + self.slack):
+            return False
+        before = self.rollouts.used
+        for c in configs:
+            got = self.rollouts.get(c, split, split, tasks, attempts)
+            key = (c.fingerprint, split)
+            self.data[key] = self.data.get(key, TaskAttempts()).merged(got)
+        self.spent += self.rollouts.used - before
+        self.looks += 1
+        return True
+
+    def _get(self, config: Config, split: str) -> TaskAttempts:
+        return self.data.get((config.fingerprint, split), TaskAttempts())
+
+    # -- gates -----------------------------------------------------------------------
+
+    def _test_dev(self) -> None:
+        deltas = list(score_deltas(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
+                      .values())
+        nominal = self.dev.look(len(deltas))
+        if nominal is None:
+            return
+        t = paired_test(deltas, alpha=nominal, threshold=self.gates.min_effect)
+        self.last_dev = t
+        where = (f"dev {_fmt(t.effect)} (bounds {_fmt(t.ci_low)}..{_fmt(t.ci_high)}, {t.n} "
+                 f"tasks, look {len(self.dev.fractions)})")
+        info: dict[str, float | int | str | None] = {**t.as_dict(), "nominal": nominal}
+        if self.dev.undecidable(t):
+            return
+        if t.p_value < nominal:
+            self.dev.decide(True, f"{where}: p={t.p_value:.3g} < {nominal:.3g}, the look's "
+                                  f"share of level {self.dev.level:.3g}", **info)
+        elif hopeless(t, self.dev.fractions[-1], self.gates.min_effect, self.dev.level):
+            self.dev.decide(False, f"{where}: cannot plausibly improve (futility), "
+                                   f"p={t.p_value:.3g}", **info)
+
+    def _test_val(self) -> None:
+        assert self.val is not None
+        deltas = list(score_deltas(self._get(self.inc, "val"), self._get(self.cand, "val"))
+                      .values())
+        nominal = self.val.look(len(deltas))
+        if nominal is None:
+            return
+        margin = self.gates.val_margin
+        t = paired_test(deltas, alpha=nominal, threshold=-margin)
+        self.last_val = t
+        info: dict[str, float | int | str | None] = {**t.as_dict(), "margin": margin,
+                                                     "nominal": nominal}
+        if self.val.undecidable(t):
+            return
+        if t.p_value < nominal:
+            self.val.decide(True, f"val {_fmt(t.effect)}, lower bound {_fmt(t.ci_low)} > "
+                                  f"-{margin:g} (margin; {t.n} tasks)", **info)
+        elif hopeless(t, self.val.fractions[-1], -margin, self.val.level):
+            self.val.decide(False, f"val {_fmt(t.effect)}: cannot plausibly be shown above "
+                                   f"-{margin:g} (margin) on the val tasks ({t.n} tasks)",
+                          **info)
+
+    def _aux_pairs(self) -> tuple[TaskAttempts, TaskAttempts]:
+        return self._get(self.start, self.aux_split), self._get(self.cand, self.aux_split)
+
+    def _test_aux(self, metric: str, gate: _Gate) -> None:
+        spec = self.bench.spec.metrics[metric]
+        start, cand = self._aux_pairs()
+        worse, before, after = regressions(spec, start, cand, metric)
+        if before is None or after is None:
+            return
+        nominal = gate.look(len(worse))
+        if nominal is None:
+            return
+        allowed = regression_allowance(spec, before)
+        t = paired_test(worse, alpha=nominal)
+        # The same data as "room left under the allowance": hopeless as for dev and val.
+        room = paired_test([allowed - w for w in worse], alpha=nominal)
+        text = aux_text(metric, spec, before, after, t.ci_high, allowed)
+        info: dict[str, float | int | str | None] = {
+            "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
+            "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
+        self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
+        if gate.undecidable(t):
+            return
+        if t.ci_high <= allowed + 1e-12:
+            gate.decide(True, f"{text} <= allowed (vs the start config, {t.n} tasks)", **info)
+        elif hopeless(room, gate.fractions[-1], 0.0, gate.level):
+            gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
+                               f"(vs the start config, {t.n} tasks)", **info)
+
+    def _test_open(self) -> None:
+        if self.dev.open:
+            self._test_dev()
+        if self.val is not None and self.val.open and self._get(self.cand, "val"):
+            self._test_val()
+        for metric, gate in self.aux.items():
+            if gate.open:
+                self._test_aux(metric, gate)
+
+    def _failed(self) -> bool:
+        gates = [self.dev, *(g for g in [self.val] if g is not None), *self.aux.values()]
+        return any(g.passed is False for g in gates)
+
+    def _all_passed(self) -> bool:
+        gates = [self.dev, *(g for g in [self.val] if g is not None), *self.aux.values()]
+        return all(g.passed for g in gates)
+
+    # -- the procedure -------------------------------------------------------------
+
+    def run(self) -> ConfirmOutcome:
+        dev_i = val_i = 0
+        while not self._failed() and not self._all_passed():
+            if (self.dev.open and dev_i >= 1 and val_i == 0 and self.val is not None
+                    and self.val_plan):
+                # One val chunk early: a dev-only win shows there, before the rest of the
+                # dev chunks are spent on it (a candidate that passes needs it anyway).
+                split, (tasks, attempts) = "val", self.val_plan[0]
+                val_i = 1
+            elif self.dev.open and dev_i < len(self.dev_plan):
+                split, (tasks, attempts) = "dev", self.dev_plan[dev_i]
+                dev_i += 1
+            elif (self.dev.passed and self.val is not None and val_i < len(self.val_plan)
+                  and (self.val.open or any(g.open for g in self.aux.values()))):
+                split, (tasks, attempts) = "val", self.val_plan[val_i]
+                val_i += 1
+            elif (self.dev.passed and self.val is None and dev_i < len(self.dev_plan)
+                  and any(g.open for g in self.aux.values())):
+                split, (tasks, attempts) = "dev", self.dev_plan[dev_i]
+                dev_i += 1
+            else:
+                self._exhaust()
+                break
+            if not self._fetch(split, tasks, attempts):
+                return self._outcome("budget")
+            self._test_open()
+        if self._all_passed():
+            floors = self._floors()
+            if not all(g.passed for g in floors):
+                return self._outcome("rejected", floors)
+            return self._outcome("promoted", floors)
+        return self._outcome("rejected")
+
+    def _exhaust(self) -> None:
+        """Data ran out: open gates fail as not shown; val not opened stays not run."""
+        if self.dev.open:
+            t = self.last_dev
+            self.dev.decide(False, "dev: no significant improvement on the confirmation "
+                                   "tasks" + (f" (dev {_fmt(t.effect)}, p={t.p_value:.3g}, "
+                                              f"{t.n} tasks)" if t else ""),
+                            **(t.as_dict() if t else {}))
+            return
+        if self.val is not None and self.val.open:
+            t = self.last_val
+            self.val.decide(False, f"val {_fmt(t.effect) if t else '?'}: not shown above "
+                                   f"-{self.gates.val_margin:g} (margin)",
+                            **(t.as_dict() if t else {}))
+            return
+        for metric, gate in self.aux.items():
+            if gate.open:
+                info = self.aux_info.get(metric)
+                shown = ("" if info is None else " " + aux_text(
+                    metric, self.bench.spec.metrics[metric], float(info["before"]),
+                    float(info["after"]), float(info["bound"]), float(info["allowed"])))
+                gate.decide(False, f"aux:{metric}:{shown} not shown within the allowance "
+                                   "(vs the start config)", **(info or {}))
+
+    def _floors(self) -> list[GateResult]:
+        checks = [("dev", self._get(self.inc, "dev"), self._get(self.cand, "dev"))]
+        if self.val is not None:
+            checks.append(("val", self._get(self.inc, "val"), self._get(self.cand, "val")))
+        tags = {t.id: list(t.tags) for s in self.bench.splits.values() for t in s}
+        return [floor_gate(tag, floor, checks, tags)
+                for tag, floor in self.gates.task_floors.items()]
+
+    def _outcome(self, status: Literal["promoted", "rejected", "budget"],
+                 floors: Sequence[GateResult] = ()) -> ConfirmOutcome:
+        decided = [g for g in [self.dev, self.val, *self.aux.values()]
+                   if g is not None and not g.open]
+        results = [g.result() for g in decided] + list(floors)
+        not_run = [] if self.val is None or self.val.fractions else ["val"]
+        t = self.last_dev
+        dev: dict[str, Any] = {}
+        if t is not None:
+            dev = {**t.as_dict(), "level": self.dev.level, "looks": len(self.dev.fractions),
+                   "nominal": self.dev.details.get("nominal")}
+        val = None
+        if self.last_val is not None and self.val is not None:
+            val = {**self.last_val.as_dict(), "looks": len(self.val.fractions),
+                   "nominal": self.val.details.get("nominal"),
+                   "before": self._get(self.inc, "val").mean_score,
+                   "after": self._get(self.cand, "val").mean_score}
+        means = (self._get(self.inc, "dev").mean_score, self._get(self.cand, "dev").mean_score)
+        return ConfirmOutcome(status, results, dev, val, self.aux_info, self.spent, self.looks,
+                              not_run, means)
