@@ -49,7 +49,15 @@ from forge.provenance import (
     sidecar_text,
     write_sidecar,
 )
-from forge.records import AnyRecord, CandidateRecord, EndRecord, PromotedMove, SplitDelta
+from forge.records import (
+    AnyRecord,
+    AuxCheck,
+    CandidateRecord,
+    EndRecord,
+    PromotedMove,
+    SplitDelta,
+    TestRecord,
+)
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.review import resolve_run
 
@@ -91,13 +99,17 @@ class RollbackResult:
 # -- promote ---------------------------------------------------------------------------------
 
 def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = None,
-            now: datetime | None = None) -> PromoteResult:
+            now: datetime | None = None, accept_beyond_tolerance: bool = False
+            ) -> PromoteResult:
     """Write run ``run``'s final config as the new default, with provenance.
 
     The target is ``to`` or the bench's defaults file. Refuses (:class:`PromoteError`,
     nothing written) a run that is not finished, promoted nothing, has no test
-    comparison or one that shows a loss, whose bench or registry changed since, whose
-    journal does not add up, or whose target no longer holds the run's start config.
+    comparison or one that shows a loss, whose start-to-final check on test puts an
+    auxiliary metric beyond its tolerance (unless ``accept_beyond_tolerance``: the
+    sidecar then records which were accepted), whose bench or registry changed since,
+    whose journal does not add up, or whose target no longer holds the run's start
+    config.
     """
     folder = resolve_run(run, journals)
     info = load_run(folder)
@@ -113,6 +125,12 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
         raise PromoteError(f"{what}: refused: nothing to promote; the run promoted no move, "
                            "so its final config is its start config", file=journal)
     test = _test_block(what, end, journal)
+    beyond = _beyond_tolerance(records)
+    if beyond and not accept_beyond_tolerance:
+        shown = "; ".join(f"{c.name}: {c.reason}" for c in beyond)
+        raise PromoteError(f"{what}: refused: from the start config to the final one on test, "
+                           f"{shown}; promote it anyway with --accept-beyond-tolerance",
+                           file=journal, field=beyond[0].name)
 
     bench = load_bench(info.bench_path)
     _check_unchanged(what, info, bench, folder / "run.json")
@@ -163,7 +181,8 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
         promoted=final.values, start_fingerprint=start.fingerprint,
         final_fingerprint=final.fingerprint, previous_existed=old_bytes is not None,
         previous_text=previous_text, previous_sha256=sha256_hex(previous_text),
-        written_sha256=sha256_hex(text), at=at)
+        written_sha256=sha256_hex(text), at=at,
+        accepted_beyond_tolerance=[c.name for c in beyond])
     provenance = Provenance(target=target.name, promotions=[*stack, entry])
 
     # Nothing is written until every check has passed. Re-read the target last: an
@@ -173,6 +192,15 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
                            file=target)
     _commit(target, text, sidecar, provenance, sidecar_first=True)
     return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes)
+
+
+def _beyond_tolerance(records: list[AnyRecord]) -> list[AuxCheck]:
+    """The test record's start-to-final checks whose estimate is past the allowance."""
+    test = next((r for r in reversed(records) if isinstance(r, TestRecord)), None)
+    if test is None:
+        return []
+    return [c for c in test.aux if c.details.get("status") == "beyond" or (
+        "status" not in c.details and not c.passed)]
 
 
 def _test_block(what: str, end: EndRecord, journal: Path) -> SplitDelta:

@@ -77,6 +77,9 @@ class Promotion(_Strict):
     previous_sha256: str
     written_sha256: str = Field(description="sha256 of the file content forge wrote")
     at: datetime
+    accepted_beyond_tolerance: list[str] = Field(
+        default_factory=list, description="auxiliary checks the test split put beyond their "
+        "tolerance, promoted anyway with --accept-beyond-tolerance")
 
     def holds_previous(self, sha: str | None) -> bool:
         """Whether a file with content ``sha`` (None: no file) is this entry's before-state."""

@@ -26,10 +26,15 @@ def promote_command(
     to: Annotated[Path | None, typer.Option(
         "--to", metavar="F", help="write here instead of the bench's defaults file")] = None,
     journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
+    accept_beyond_tolerance: Annotated[bool, typer.Option(
+        "--accept-beyond-tolerance",
+        help="promote even though the test split puts an auxiliary metric beyond its "
+             "tolerance (recorded in the provenance)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Write a finished run's final config as the new default, with its provenance."""
-    result = promote(run, journals=journals, to=to)
+    result = promote(run, journals=journals, to=to,
+                     accept_beyond_tolerance=accept_beyond_tolerance)
     if as_json:
         _print_json(result.as_json())
         return
@@ -74,6 +79,9 @@ def _print_promotion(result: PromoteResult) -> None:
              f"{len(e.moves)} move(s) from the previous default:",
              *_moves([(m.target, m.before, m.after) for m in e.moves]),
              _test(e.test),
+             *([f"accepted beyond tolerance on test (--accept-beyond-tolerance): "
+                f"{', '.join(e.accepted_beyond_tolerance)}"] if e.accepted_beyond_tolerance
+               else []),
              f"provenance: {result.sidecar}; undo with `forge rollback {result.target}`"]
     typer.echo("\n".join(lines))
 
