@@ -38,9 +38,10 @@ _SECTION_BYTES = {"settings": 3_000, "moves": 2_200, "hints": 600, "failures": 4
                   "history": 1_200}
 
 SYSTEM_PROMPT = (
-    "You tune the configuration of an agent harness. The tuner changes one setting by "
-    "one step at a time and tests every change on held-out data, so choose exactly one "
-    "of the listed untried moves: the one most likely to fix the failures shown. Reply "
+    "You tune the configuration of an agent harness. The tuner changes one setting at a "
+    "time, to any legal value within its bounds, and tests every change on held-out data, "
+    "so choose exactly one setting and its new value: the change most likely to fix the "
+    "failures shown (the listed untried moves are suggestions, not a limit). Reply "
     "with one JSON object and nothing else: "
     '{"setting": "<setting name>", "value": <the new value, as JSON>, '
     '"reason": "<one or two sentences>"}')

@@ -8,10 +8,11 @@ untried moves, 20 hints and the last 15 scored configs, the user message cut to
 and asks for one move as strict JSON, ``{"setting": ..., "value": ..., "reason": ...}``
 (a ```json fence is accepted).
 
-Why a move from ``view.untried`` only: forge's moves are one step of one setting with
-an exact inverse, so every score change has one cause and every promotion can be
-undone; a jump of three notches or a change of two settings would break both. A value
-off the neighbours is refused, not rounded, since the model's reason argued for it.
+Why one setting, any legal value: every forge move changes one setting with an exact
+inverse, so every score change has one cause and every promotion can be undone; the
+value may be a step or a jump (the search journals which), but a second setting in the
+reply would break the one-cause rule and is refused. A value out of bounds is refused,
+not clamped, since the model's reason argued for it.
 
 Why one request and one move per step: the next request then sees this step's outcome
 in the history, which is what reflection is for; several moves from the same view
@@ -19,7 +20,7 @@ would cost several calls for guesses without new evidence. A step without a vali
 move falls back to the search's sweep of the neighbourhood.
 
 An invalid reply (not JSON, unknown setting, illegal value, more than one move, a
-jump, a move already tried, no change, an endpoint failure) is handed to the search by
+move already tried, no change, an endpoint failure) is handed to the search by
 :meth:`LLMProposer.drain_rejections` and journaled as a ``proposal_invalid`` record.
 
 Resume: a reply is not reproducible, so each one (or the endpoint failure) is appended
@@ -46,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forge._jsonl import cut_torn_tail, read_jsonl_tolerant
 from forge.errors import JournalError
 from forge.llm.client import ChatClient, Endpoint, LLMError
-from forge.moves import Move
+from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._llm_prompt import MAX_PROMPT_BYTES, build_messages, clip
 from forge.registry import (
@@ -173,15 +174,11 @@ def _legal_move(view: SearchView, name: str, raw: Any) -> Move:
         raise _Invalid("illegal_value", f"{name}: {clip(str(exc), 160)}") from None
     if _same(value, current):
         raise _Invalid("no_change", f"{name} is already {current!r}: the move changes nothing")
-    neighbours = setting.neighbours(current)
-    after = next((v for v in neighbours if _same(v, value)), None)
-    if after is None:
-        steps = ", ".join(repr(v) for v in neighbours[:10])
-        raise _Invalid("not_neighbour", f"{name} {current!r} -> {value!r} is more than one "
-                                        f"step; one-step moves of {name} go to {steps}")
-    move = Move(target=name, before=current, after=after)
-    if move not in view.untried:
-        raise _Invalid("already_tried", f"{name} {current!r} -> {after!r} was already tried "
+    move = Move(target=name, before=current, after=value)
+    # A value the search offers on its own (a step or a grid jump) that is no longer
+    # untried was tried against this incumbent; any other legal value is new.
+    if move not in view.untried and move in candidate_moves(registry, view.incumbent):
+        raise _Invalid("already_tried", f"{name} {current!r} -> {value!r} was already tried "
                                         "against this incumbent")
     return move
 
