@@ -161,8 +161,9 @@ class Confirmation:
         """Who must run a chunk of ``split`` now: the candidate, the incumbent while its
         gate is open, and the start while an auxiliary gate is open."""
         wanted = [self.cand]
-        if (split == "dev" and self.dev.open) or (
-                split == "val" and self.val is not None and self.val.open):
+        if (split == "dev" and self.dev.open) or (split == "val" and self.val is not None and (
+                self.val.open or self.gates.task_floors)):
+            # Floors compare the candidate with the incumbent on every task checked.
             wanted.append(self.inc)
         if (split == self.aux_split and any(g.open for g in self.aux.values())
                 and self.start.fingerprint not in {c.fingerprint for c in wanted}):
@@ -256,7 +257,9 @@ class Confirmation:
             return
         if t.ci_high <= allowed + 1e-12:
             gate.decide(True, f"{text} <= allowed (vs the start config, {t.n} tasks)", **info)
-        elif hopeless(room, gate.fractions[-1], 0.0, gate.level):
+        elif gate.fractions[-1] >= 0.5 and hopeless(room, gate.fractions[-1], 0.0, gate.level):
+            # Not on fewer than half the tasks: a metric of rare events (a harmful action
+            # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
                                f"(vs the start config, {t.n} tasks)", **info)
 
@@ -359,8 +362,16 @@ class Confirmation:
         if self.last_val is not None and self.val is not None:
             val = {**self.last_val.as_dict(), "looks": len(self.val.fractions),
                    "nominal": self.val.details.get("nominal"),
-                   "before": self._get(self.inc, "val").mean_score,
-                   "after": self._get(self.cand, "val").mean_score}
-        means = (self._get(self.inc, "dev").mean_score, self._get(self.cand, "dev").mean_score)
+                   **dict(zip(("before", "after"), _shared_means(self._get(self.inc, "val"),
+                                                                 self._get(self.cand, "val")),
+                              strict=True))}
+        means = _shared_means(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
         return ConfirmOutcome(status, results, dev, val, self.aux_info, self.spent, self.looks,
                               not_run, means)
+
+
+def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float | None]:
+    """Both configs' mean scores over the tasks both ran (what their delta compares)."""
+    shared = [t for t in a if t in b]
+    return (TaskAttempts({t: a[t] for t in shared}).mean_score,
+            TaskAttempts({t: b[t] for t in shared}).mean_score)

@@ -9,9 +9,10 @@ move, what became of it each time, and uses that to steer *selection* only:
 - a move refused by the val gate (a dev-only win, say) is confirmed again only on new
   evidence: its screening effect at the new incumbent must beat the one it had when
   refused by more than twice its standard error;
-- a move refused by an auxiliary tolerance is confirmed again only when its screening
-  data against the start config no longer point past that tolerance (the caller asks
-  the gate; see :meth:`MoveMemory.refusal`).
+- a move refused by an auxiliary tolerance is confirmed again only at an incumbent that
+  has brought that metric down against the start config since (more room under the
+  tolerance): testing it again with less room or the same would only try its luck on
+  the same val seeds (see :meth:`MoveMemory.more_room`).
 
 None of this touches a confirmation's data or level: it decides which candidate is
 confirmed, never how, so the guarantee of every confirmation holds as before.
@@ -47,6 +48,9 @@ class MoveNote:
     screen_effect: float | None = None
     screen_se: float | None = None
     gate: str | None = None  # the refusing gate: "dev", "val", "aux:cost", "floor:x"
+    #: For a tolerance refusal: the incumbent's own regression of that metric against
+    #: the start when the move was refused (the room it left is the allowance minus it).
+    standing: float | None = None
 
 
 @dataclass
@@ -93,6 +97,15 @@ class MoveMemory:
             if note.outcome == "refused" and note.gate is not None and note.gate != "dev":
                 return note
         return None
+
+    def more_room(self, move: Move, standing: float) -> bool:
+        """For a move last refused by a tolerance: is the incumbent's regression of that
+        metric (``standing``) now lower than when the move was refused?"""
+        note = self.refusal(move)
+        if note is None or note.gate is None or not note.gate.startswith("aux:"):
+            return True
+        then = note.standing if note.standing is not None else 0.0
+        return standing < then - 1e-12
 
     def new_evidence(self, move: Move, effect: float, se: float) -> bool:
         """For a move last refused by val or a floor: does its screening effect now beat

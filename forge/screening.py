@@ -81,8 +81,8 @@ class Screening:
     def __init__(self, *, bench: Bench, rollouts: Rollouts, start: Config, memory: MoveMemory,
                  order: list[Task], chunk: int, k: int, alpha: float,
                  budget_left: Callable[[], int | None], slack: int,
-                 emit: Callable[[AnyRecord], Any], totals: Callable[[], dict[str, float]]
-                 ) -> None:
+                 emit: Callable[[AnyRecord], Any], totals: Callable[[], dict[str, float]],
+                 standing: Callable[[str], float]) -> None:
         self.bench = bench
         self.rollouts = rollouts
         self.start = start
@@ -95,6 +95,8 @@ class Screening:
         self.slack = slack
         self.emit = emit
         self.totals = totals
+        # The incumbent's regression of a metric against the start (0 for the start).
+        self.standing = standing
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
             head: partial[CandidateRecord]) -> Screen | None:
@@ -137,8 +139,9 @@ class Screening:
                     f"{', '.join(m for m, _ in broken)} past the tolerance: not worth a "
                     "confirmation", **{**common, "dev": DevBlock(screen=ScreenBlock.of(
                         "aux", t))}))
-            self.memory.record(move, MoveNote(step, incumbent.fingerprint, "refused",
-                                              t.effect, outcome.se, gate=f"aux:{broken[0][0]}"))
+            self.memory.record(move, MoveNote(
+                step, incumbent.fingerprint, "refused", t.effect, outcome.se,
+                gate=f"aux:{broken[0][0]}", standing=self.standing(broken[0][0])))
             return Screen(proposal, candidate, outcome, "aux")
         held = self.held_back(screen)
         if held is not None:
@@ -196,13 +199,13 @@ class Screening:
         if refusal is None or refusal.gate is None:
             return None
         if refusal.gate.startswith("aux:"):
-            # New evidence for a tolerance: the screening data against the start config
-            # no longer put the metric past it, even by the point estimate.
-            metric = refusal.gate[4:]
-            if not any(m == metric for m, _ in self.beyond(screen.candidate, screen.tasks,
-                                                          confidence=0.5)):
+            # New evidence for a tolerance: the incumbent has brought the metric down
+            # against the start since, leaving more room under the allowance.
+            if self.memory.more_room(screen.proposal.move, self.standing(refusal.gate[4:])):
                 return None
-        elif self.memory.new_evidence(screen.proposal.move, screen.test.effect, screen.se):
+            return (f"refused by {refusal.gate} at step {refusal.step}, and the incumbent "
+                    "has left no more room under that tolerance since: not confirmed again")
+        if self.memory.new_evidence(screen.proposal.move, screen.test.effect, screen.se):
             return None
         return (f"refused by {refusal.gate} at step {refusal.step}, and its screening here "
                 "brings no new evidence: not confirmed again")

@@ -216,6 +216,9 @@ class Search:
         self.journal = JournalWriter(folder)
         self.records: list[AnyRecord] = []
         self.memory = MoveMemory()
+        #: The incumbent's regression of each auxiliary metric against the start config,
+        #: as its promotion measured it on val (the start: none).
+        self.standing: dict[str, float] = {}
         self._t0 = time.monotonic()
         self._confirmations = 0  # since the last promotion: indexes the spending sequence
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
@@ -285,7 +288,8 @@ class Search:
                 bench=self.bench, rollouts=self.rollouts, start=self.start,
                 memory=self.memory, order=self.dev_order, chunk=self.chunk, k=self.options.k,
                 alpha=self.options.screen_alpha, budget_left=self._budget_left,
-                slack=self.slack, emit=self._emit, totals=self._totals)
+                slack=self.slack, emit=self._emit, totals=self._totals,
+                standing=lambda metric: self.standing.get(metric, 0.0))
             return self._run()
 
     def _run(self) -> SearchOutcome:
@@ -450,12 +454,20 @@ class Search:
             return None
         failing = next((g for g in outcome.gates if not g.passed), None)
         if outcome.status != "promoted":
-            self.memory.record(move, MoveNote(step, incumbent.fingerprint, "refused",
-                                              screened.test.effect, screened.se,
-                                              gate=failing.name if failing else "dev"))
+            gate = failing.name if failing else "dev"
+            self.memory.record(move, MoveNote(
+                step, incumbent.fingerprint, "refused", screened.test.effect, screened.se,
+                gate=gate, standing=(self.standing.get(gate[4:], 0.0)
+                                     if gate.startswith("aux:") else None)))
             return None
         self.memory.record(move, MoveNote(step, incumbent.fingerprint, "promoted",
                                           screened.test.effect, screened.se))
+        for metric, info in outcome.aux.items():
+            spec = self.bench.spec.metrics[metric]
+            before, after = info.get("before"), info.get("after")
+            if isinstance(before, int | float) and isinstance(after, int | float):
+                sign = 1.0 if spec.direction == "lower" else -1.0
+                self.standing[metric] = sign * (float(after) - float(before))
         return move, screened.candidate
 
     def _record(self, head: _CandidateHead, screened: Screen, outcome: ConfirmOutcome,

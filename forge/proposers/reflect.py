@@ -10,6 +10,7 @@ proposed; the gates still decide.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -81,6 +82,34 @@ def hinted_move(registry: Registry, config: Config, target: str, direction: str)
     return Move(target=target, before=current, after=after)
 
 
+def hinted_jump(registry: Registry, config: Config, target: str, direction: str
+                ) -> Move | None:
+    """A jump of numeric ``target`` towards ``direction``: the point of its coarse grid
+    nearest halfway from the current value to the bound (on the log scale for log
+    settings). A step may show too little to be screened through (a noise level far
+    from its best value gains nothing per step); halfway is the guess that neither
+    overshoots nor stays too close. None for bools, enums, or a setting at its bound."""
+    setting = registry.settings.get(target)
+    if (not isinstance(setting, (IntSetting, FloatSetting)) or target not in config.values
+            or direction not in {"up", "down"}):
+        return None
+    value = config.values[target]
+    current = float(value)
+    side = [v for v in setting.jumps(value)
+            if (float(v) > current if direction == "up" else float(v) < current)]
+    if not side:
+        return None
+    bound = float(setting.max if direction == "up" else setting.min)
+    log = setting.scale == "log"
+
+    def t(x: float) -> float:
+        return math.log(x) if log else x
+
+    middle = (t(current) + t(bound)) / 2
+    after = min(side, key=lambda v: (abs(t(float(v)) - middle), float(v)))
+    return Move(target=target, before=value, after=after)
+
+
 @PROPOSERS.register("reflect")
 class ReflectProposer(Proposer):
     """Maps the incumbent's failure signals through ``registry.hints`` to moves.
@@ -104,7 +133,10 @@ class ReflectProposer(Proposer):
         chosen: set[Move] = set()
         for signal, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             for target, direction in view.registry.hints.get(signal, {}).items():
+                # The step first; once it is tried, the jump the same way.
                 move = hinted_move(view.registry, view.incumbent, target, direction)
+                if move is None or move not in view.untried:
+                    move = hinted_jump(view.registry, view.incumbent, target, direction)
                 if move is None or move not in view.untried or move in chosen:
                     continue
                 chosen.add(move)
