@@ -228,7 +228,9 @@ class Confirmation:
         if t.p_value < nominal:
             self.val.decide(True, f"val {_fmt(t.effect)}, lower bound {_fmt(t.ci_low)} > "
                                   f"-{margin:g} (margin; {t.n} tasks)", **info)
-        elif hopeless(t, self.val.fractions[-1], -margin, self.val.level):
+        elif hopeless(t, self.val.fractions[-1], -margin, self.val.level, optimism=2.0):
+            # Two standard errors of benefit of the doubt, not one: a good candidate's
+            # first val chunk, taken early, must not drop it on a bad draw.
             self.val.decide(False, f"val {_fmt(t.effect)}: cannot plausibly be shown above "
                                    f"-{margin:g} (margin) on the val tasks ({t.n} tasks)",
                           **info)

@@ -58,9 +58,10 @@ class RaceOutcome:
         return self.test.sd / math.sqrt(self.test.n) if self.test.n > 1 else math.inf
 
 
-def hopeless(t: PairedTest, fraction: float, threshold: float, level: float) -> bool:
-    """Futility: even a trend one standard error better than the estimate would not
-    reach ``level`` with every task in. The z the estimate would have then is the
+def hopeless(t: PairedTest, fraction: float, threshold: float, level: float, *,
+             optimism: float = 1.0) -> bool:
+    """Futility: even a trend ``optimism`` standard errors better than the estimate would
+    not reach ``level`` with every task in. The z the estimate would have then is the
     current one scaled by ``1 / sqrt(fraction)``; giving up on this only ever removes a
     rejection, so a test may use it and keep its error."""
     if t.n < 2:
@@ -68,7 +69,7 @@ def hopeless(t: PairedTest, fraction: float, threshold: float, level: float) -> 
     if t.sd == 0:
         return t.effect <= threshold and fraction >= 0.5
     se = t.sd / math.sqrt(t.n)
-    z_end = ((t.effect - threshold) / se + 1.0) / math.sqrt(fraction)
+    z_end = ((t.effect - threshold) / se + optimism) / math.sqrt(fraction)
     return z_end < float(_st.norm.isf(level))
 
 

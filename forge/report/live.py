@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["SearchView"]
 
 _VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
+#: The start-to-final tolerance check on test, by its status (version 1: passed or not).
+_TOLERANCE_MARK = {"within": "[green]within[/]", "unclear": "[yellow]unclear[/]",
+                   "beyond": "[red]BEYOND[/]", "absent": "[dim]absent[/]"}
 
 
 def _f(x: Any, fmt: str = "+.3f") -> str:
@@ -41,7 +44,8 @@ class SearchView:
 
     def on_record(self, record: AnyRecord) -> None:
         if isinstance(record, StartRecord):
-            self._line(f"[bold]start[/] dev {_f(record.dev_mean, '.3f')} · "
+            tasks = f" ({record.dev_tasks} tasks)" if record.dev_tasks is not None else ""
+            self._line(f"[bold]start[/] dev {_f(record.dev_mean, '.3f')}{tasks} · "
                        f"val {_f(record.val_mean, '.3f')} · config {record.fingerprint[:12]}")
         elif isinstance(record, CandidateRecord):
             self._candidate(record)
@@ -57,18 +61,27 @@ class SearchView:
                        f"Δ {_f(record.delta)} (95% CI {_f(record.ci_low)} .. "
                        f"{_f(record.ci_high)})")
             for gate in record.aux:
-                mark = "[green]within[/]" if gate.passed else "[red]BEYOND[/]"
-                self._line(f"  start -> final on test, {mark} tolerance: "
-                           + escape(gate.reason))
+                status = gate.details.get("status")
+                mark = _TOLERANCE_MARK.get(str(status), "[green]within[/]" if gate.passed
+                                           else "[red]BEYOND[/]")
+                self._line(f"  start -> final on test, {mark}: " + escape(gate.reason))
 
     def _candidate(self, r: CandidateRecord) -> None:
         move = r.move
         style = _VERDICT_STYLE[r.verdict]
-        what = escape(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}")
+        kind = f" ({r.move_kind})" if r.move_kind == "jump" else ""
+        what = escape(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}{kind}")
         head = f"step {r.step:>2} {what}  [{style}]{r.verdict.upper()}[/]"
         if r.rollouts is not None:  # a move that ran nothing says nothing of it
-            head += f"  ({r.rollouts} rollouts, {r.saved_by_racing} saved by racing, " \
-                    f"total {r.rollouts_total})"
+            if r.looks:
+                spent = (f"{r.rollouts} rollouts: {r.screening_rollouts} screening, "
+                         f"{r.rollouts - (r.screening_rollouts or 0)} confirming over "
+                         f"{r.looks} looks")
+            elif r.saved_by_racing is not None:  # a version-1 journal
+                spent = f"{r.rollouts} rollouts, {r.saved_by_racing} saved by racing"
+            else:
+                spent = f"{r.rollouts} rollouts screening {r.tasks_screened} tasks"
+            head += f"  ({spent}, total {r.rollouts_total})"
         self._line(head)
         for gate in r.gates:
             mark = "[green]✓[/]" if gate.passed else "[red]✗[/]"
