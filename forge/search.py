@@ -303,6 +303,7 @@ class Search:
         history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint,
                                    math.nan if start_mean is None else start_mean, len(first))]
         self.proposer.observe(incumbent, history[0].dev_mean)
+        self.proposer.annotate(incumbent, {"step": 0, "verdict": "start", "tasks": len(first)})
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
@@ -429,13 +430,38 @@ class Search:
                                           self.screening.constraints(candidate))
             if screened is None or screened.status == "budget":
                 self._out_of_budget = True
+                if screened is not None:
+                    self._annotate(step, screened, None)
                 return None
             if screened.status != "pass":
+                self._annotate(step, screened, None)
                 continue
             promoted = self._confirm(step, incumbent, screened, head)
             if promoted is not None or self._out_of_budget:
                 return promoted
         return None
+
+    def _annotate(self, step: int, screened: Screen, outcome: ConfirmOutcome | None) -> None:
+        """Tell the proposer what became of a screened config (its Optuna study shows it)."""
+        record = self.records[-1] if self.records else None
+        failing = None
+        verdict = None
+        if isinstance(record, CandidateRecord) and record.candidate == \
+                screened.candidate.fingerprint:
+            verdict = record.verdict
+            failing = next((g for g in record.gates if not g.passed), None)
+        move = screened.proposal.move
+        attrs: dict[str, str | float | int | None] = {
+            "step": step, "move": f"{move.target}: {move.before!r} -> {move.after!r}",
+            "move_kind": move_kind(self.bench.registry, move),
+            "proposer": screened.proposal.proposer, "verdict": verdict,
+            "screen": screened.status, "tasks": self.chunk,
+            "failing_gate": failing.name if failing else None,
+            "failing_reason": failing.reason[:200] if failing else None,
+            "looks": outcome.looks if outcome is not None else None}
+        for metric, value in self.screening.constraints(screened.candidate).items():
+            attrs[f"aux:{metric} past allowance"] = round(value, 6)
+        self.proposer.annotate(screened.candidate, attrs)
 
     def _confirm(self, step: int, incumbent: Config, screened: Screen, head: _CandidateHead
                  ) -> tuple[Move, Config] | None:
@@ -448,6 +474,7 @@ class Search:
             val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
             slack=self.slack).run()
         self._record(head, screened, outcome, level)
+        self._annotate(step, screened, outcome)
         move = screened.proposal.move
         if outcome.status == "budget":
             self._out_of_budget = True

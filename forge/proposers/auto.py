@@ -62,3 +62,7 @@ class AutoProposer(Proposer):
                 constraints: Mapping[str, float] | None = None) -> None:
         """Forwarded to the Optuna part."""
         self.optuna.observe(config, dev_mean, constraints)
+
+    def annotate(self, config: Config, attrs: Mapping[str, str | float | int | None]) -> None:
+        """Forwarded to the Optuna part."""
+        self.optuna.annotate(config, attrs)

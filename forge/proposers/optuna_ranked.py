@@ -191,6 +191,7 @@ class OptunaProposer(Proposer):
         self._distributions = {name: p.distribution for name, p in self._params.items()}
         self._trials: list[FrozenTrial] = []  # observed in this process, in order
         self._observed: set[str] = set()
+        self._pending: dict[str, FrozenTrial] = {}  # observed, not yet annotated
         self.journal_path = run_dir / JOURNAL_FILE if run_dir is not None else None
         storage: JournalStorage | None = None
         if self.journal_path is not None:
@@ -245,10 +246,27 @@ class OptunaProposer(Proposer):
                                           constraints=finite or None)
         self._trials.append(trial)
         self._observed.add(fingerprint)
-        if fingerprint not in self._stored:  # a resumed run replays configs already stored
-            with quiet_optuna():
-                self.study.add_trial(trial)
-            self._stored.add(fingerprint)
+        self._pending[fingerprint] = trial
+
+    def annotate(self, config: Config, attrs: Mapping[str, str | float | int | None]) -> None:
+        """Write the config's trial to the study people open, with what the search made of
+        it as user attributes (step, move, verdict, failing gate and reason, screening
+        status, the first chunk's size behind the value, each metric's regression against
+        the start), so the dashboard's best trial is never a refused config without its
+        refusal in view. The model reads only the trials of :meth:`observe`."""
+        fingerprint = config.fingerprint
+        trial = self._pending.pop(fingerprint, None)
+        if trial is None or fingerprint in self._stored:  # a resume replays stored trials
+            return
+        shown = {k: v for k, v in attrs.items() if v is not None}
+        stored = optuna.trial.create_trial(
+            params=trial.params, distributions=trial.distributions, value=trial.value,
+            user_attrs={**trial.user_attrs, **shown},
+            constraints={k.split(":", 1)[1]: float(v) for k, v in trial.system_attrs.items()
+                         if k.startswith("constraints:")} or None)
+        with quiet_optuna():
+            self.study.add_trial(stored)
+        self._stored.add(fingerprint)
 
     def suggest(self, target: str, incumbent: Config) -> Scalar | None:
         """Where TPE puts ``target`` with every other setting at ``incumbent``'s value
