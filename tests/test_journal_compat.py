@@ -1,18 +1,20 @@
-"""Journals and outputs of the forge before issue 13 (the typed journal records) stay readable
-and unchanged.
+"""Journals of version 1 stay readable, and today's outputs keep their shape.
 
-Two fixtures under ``tests/data``, both written by forge at commit 11dc8f9:
+Two fixtures under ``tests/data``:
 
 - ``journal_v1/verdicts/``: the run folder of a finished search on the ``verdicts`` bench
-  (``tests/data/verdicts``), with every record kind (``start``, ``proposal_invalid``,
-  ``candidate``, ``stop``, ``test`` with its ``aux`` list, ``end``) and every verdict
-  (promoted; rejected by the dev, val and aux gates; skipped). See its ``make.py``.
-  Today's forge must read it, show it exactly as it did (``journal_v1/verdicts.show.json``),
-  list it, report it and promote it.
+  (``tests/data/verdicts``), written by forge at commit 11dc8f9 (journal format 1, before
+  the sequential search of issue 14), with every record kind (``start``,
+  ``proposal_invalid``, ``candidate``, ``stop``, ``test`` with its ``aux`` list, ``end``)
+  and every verdict (promoted; rejected by the dev, val and aux gates; skipped). See its
+  ``make.py``. Today's forge must read it, show it exactly as it did
+  (``journal_v1/verdicts.show.json``), list it, report it and promote it, and refuse to
+  resume it: this forge's search would not reach its decisions.
 - ``golden/``: what ``forge search --json``, ``forge journal show --json``,
-  ``journal.jsonl`` and ``run.json`` held for a fixed-seed search of a few seconds on the
-  same bench, the values of volatile keys masked. Running that search again must give the same
-  shapes and values, type for type (``1`` is not ``1.0``, ``true`` is not ``1``).
+  ``journal.jsonl`` and ``run.json`` hold for a fixed-seed search of a few seconds on the
+  same bench, the values of volatile keys masked, recorded with the issue-14 search (see
+  its ``make.py``). Running that search again must give the same shapes and values, type
+  for type (``1`` is not ``1.0``, ``true`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import forget_bench_harness, run_forge, run_forge_json
+from conftest import assert_user_error, forget_bench_harness, run_forge, run_forge_json
 
+from forge.errors import JournalError
+from forge.launch import resume_search
 from forge.records import CandidateRecord, EndRecord, ProposalInvalidRecord, TestRecord
 from forge.registry import load_config, load_registry
 from forge.review import STEP_KEYS, load_run_records
@@ -36,8 +40,6 @@ GOLDEN = DATA / "golden"
 
 #: Keys that differ between two runs of the same search: the clock, and where it ran.
 VOLATILE = {"at", "elapsed_s"}
-#: Keys records carry since issue 13; a journal of before has none, and reads the same.
-ADDED = {"format_version"}
 
 _forget = forget_bench_harness(BENCH)
 
@@ -153,6 +155,24 @@ def test_promote_and_rollback_of_an_old_journal(journals: Path, tmp_path: Path,
     assert target.read_bytes() == (BENCH / "defaults.yaml").read_bytes()
 
 
+def test_an_old_journal_is_not_resumed(journals: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Its decisions came from the search before issue 14: a resume would replay them with
+    # another search. Refused before anything runs or is written.
+    folder = journals / "verdicts"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(JournalError) as err:
+        resume_search("verdicts", journals=journals)
+    assert Path(str(err.value.file)) == folder / "run.json"
+    assert err.value.field == "format_version"
+    assert "format_version 1" in str(err.value) and "review, report or promote" in str(
+        err.value)
+    code, out, stderr = run_forge(capsys, "search", "--resume", "verdicts", "--journals",
+                                  journals)
+    assert_user_error(code, out, stderr, "run.json", "format_version", "cannot resume")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
 # -- (b) a search of today against the golden outputs ---------------------------------------
 
 def _search(journals: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -178,7 +198,8 @@ def test_search_json_and_journal_are_the_golden_ones(
     golden = load_golden("journal.json")
     assert [r["kind"] for r in records] == [r["kind"] for r in golden]
     for record, expected in zip(records, golden, strict=True):
-        assert canonical(masked(without(record, ADDED))) == canonical(expected)
+        assert canonical(masked(record)) == canonical(expected)
+    assert {r["format_version"] for r in records} == {2}
 
     info = json.loads((journals / "golden" / "run.json").read_text(encoding="utf-8"))
     assert canonical(without(info, {"bench_path", "created_at"})) == canonical(

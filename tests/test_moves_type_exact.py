@@ -85,20 +85,23 @@ def test_the_search_screens_both_twins_and_promotes_the_one_that_helps(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = write_search_bench(tmp_path / "bench", HARNESS, registry=REGISTRY,
                                tasks=search_tasks(24, 20, 10), k=4,
-                               search={"max_steps": 1, "patience": 1})
+                               search={"max_steps": 3, "patience": 2})
     journals = tmp_path / "journals"
     outcome = run_forge_json(capsys, "search", bench, "--journals", journals, "--run-id", "r",
                              "--proposer", "sweep", "--candidates", "2", "--json")
     assert typed(outcome["final_config"]["mode"]) == ("bool", True)
     steps = run_forge_json(capsys, "journal", "show", "r", "--journals", journals, "--json")
-    step_one = sorted(((typed(r["move"]["after"]), r["verdict"]) for r in steps
-                       if r["step"] == 1), key=repr)
-    # Both are candidates of the same step, each with a verdict of its own.
-    assert step_one == [(("bool", True), "promoted"), (("int", 1), "rejected")]
+    decided = [(r["step"], typed(r["move"]["before"]), typed(r["move"]["after"]), r["verdict"])
+               for r in steps]
+    # A step takes one move of a setting; the twins come in turn, each a candidate with
+    # a verdict of its own: mode true is promoted, and mode 1 is no no-op after it.
+    assert decided == [(1, ("str", "plain"), ("bool", True), "promoted"),
+                       (2, ("bool", True), ("str", "plain"), "rejected"),
+                       (3, ("bool", True), ("int", 1), "rejected")]
     harness_saw = {typed(c["config"]["mode"]) for c in read_calls(bench)}
     assert harness_saw == {("str", "plain"), ("int", 1), ("bool", True)}
     # The journal keeps the types apart too: true and 1 in the JSON.
     lines = (journals / "r" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     afters = [json.loads(line)["move"]["after"] for line in lines
               if json.loads(line).get("kind") == "candidate"]
-    assert sorted(map(typed, afters), key=repr) == [("bool", True), ("int", 1)]
+    assert [typed(a) for a in afters] == [("bool", True), ("str", "plain"), ("int", 1)]

@@ -31,6 +31,7 @@ from forge.bench import load_bench
 from forge.cli import main
 from forge.journal import load_run, read_records
 from forge.launch import launch_search
+from forge.moves import Move, apply_move
 from forge.provenance import Provenance, sidecar_path
 from forge.records import AnyRecord
 from forge.registry import load_config
@@ -529,3 +530,125 @@ def test_a_rollback_killed_between_its_two_writes(
     assert "nothing to undo" in ok(capsys, "rollback", target)
     assert stack(target) == []
     ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
+
+
+# -- issue 14: jumps, and tolerances from the start to the final config ----------------------
+
+#: level's best value (7) is far from its default (1): no step shows anything, a jump does.
+JUMP_REGISTRY = """\
+name: jumps
+settings:
+  level: {type: int, min: 0, max: 10, step: 1, default: 1}
+  boost: {type: bool, default: false}
+"""
+JUMP_HARNESS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["level"] == 7 else 0.4
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+JUMP_DEFAULTS = "# hand-written defaults\nlevel: 1\nboost: false\n"
+
+
+def test_a_jump_is_journaled_as_one_promoted_and_rolled_back_exactly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "jumps"
+    bench = write_search_bench(root, JUMP_HARNESS, registry=JUMP_REGISTRY, k=4,
+                               search={"max_steps": 2, "patience": 1})
+    (root / "defaults.yaml").write_text(JUMP_DEFAULTS, encoding="utf-8")
+    with bench.open("a", encoding="utf-8") as fh:
+        fh.write("defaults: defaults.yaml\n")
+    jump = Move(target="level", before=1, after=7)
+    journals = tmp_path / "journals"
+    outcome = launch_search(bench, journals=journals, run_id="jump", seed=7, proposer="sweep",
+                            first_moves=[jump])
+    assert outcome.promotions == [{"step": 1, "target": "level", "before": 1, "after": 7}]
+    [record] = [r for r in outcome.records if r.get("verdict") == "promoted"]
+    assert record["move_kind"] == "jump" and record["move"] == jump.model_dump()
+    assert record["inverse"] == {"target": "level", "before": 7, "after": 1}
+    # Its inverse undoes it exactly, as a step's does.
+    registry = load_bench(bench).registry
+    start = registry.validate_config(outcome.start_config)
+    moved = apply_move(registry, start, jump)
+    assert moved.values == outcome.final_config
+    assert apply_move(registry, moved, jump.inverse()) == start
+    # The other candidates say which kind of move they were, too.
+    others = [r for r in outcome.records if r["kind"] == "candidate" and r is not record]
+    assert others
+    for r in others:
+        move = r["move"]
+        step = move["target"] == "boost" or abs(move["after"] - move["before"]) == 1
+        assert r["move_kind"] == ("step" if step else "jump"), move
+
+    target = tmp_path / "deploy" / "defaults.yaml"
+    target.parent.mkdir()
+    shutil.copyfile(root / "defaults.yaml", target)
+    ok(capsys, "promote", "jump", "--journals", journals, "--to", target)
+    assert load_config(target, registry).values == {"level": 7, "boost": False}
+    entry = json.loads(sidecar_path(target).read_text(encoding="utf-8"))["promotions"][-1]
+    assert entry["inverses"] == [{"target": "level", "before": 7, "after": 1}]
+    out = ok(capsys, "rollback", target)
+    assert "level: 7 -> 1" in out
+    assert target.read_text(encoding="utf-8") == JUMP_DEFAULTS
+    assert stack(target) == []
+
+
+#: boost wins on every split and costs the same on dev and val, but twice as much on test.
+COST_ON_TEST = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    cost = 2.0 if config["boost"] and ctx.split == "test" else 1.0
+    return {"output": task.expected if ok else "wrong", "cost": cost}
+"""
+COST = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True}}
+
+
+@pytest.fixture(scope="module")
+def beyond(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A finished run whose start-to-final check on test puts cost beyond its tolerance:
+    (the bench file, the journals folder); the run is ``beyond``."""
+    root = tmp_path_factory.mktemp("beyond")
+    bench = write_search_bench(root / "bench", COST_ON_TEST, k=4, metrics=COST)
+    (root / "bench" / "defaults.yaml").write_text(DEFAULTS, encoding="utf-8")
+    with bench.open("a", encoding="utf-8") as fh:
+        fh.write("defaults: defaults.yaml\n")
+    outcome = launch_search(bench, journals=root / "journals", run_id="beyond", seed=7,
+                            proposer="sweep")
+    assert [p["target"] for p in outcome.promotions] == ["boost"]
+    return bench, root / "journals"
+
+
+def test_a_tolerance_beyond_its_allowance_on_test_is_journaled_and_shown(
+        beyond: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, journals = beyond
+    [test] = [r for r in read_records(journals / "beyond") if r.kind == "test"]
+    [cost] = test.journal_json()["aux"]
+    assert cost["name"] == "aux:cost" and not cost["passed"]
+    assert cost["details"]["status"] == "beyond"
+    assert cost["reason"].startswith("cost +100.0%") and "BEYOND the allowance" in cost["reason"]
+    out = ok(capsys, "journal", "show", "beyond", "--journals", journals)
+    assert "BEYOND tolerance vs start: cost +100.0%" in " ".join(out.split())
+
+
+@pytest.mark.xfail(strict=True, reason="lead adds the flag")
+def test_promote_refuses_a_run_beyond_a_tolerance_unless_told_to_accept_it(
+        beyond: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench, journals = beyond
+    target = tmp_path / "deploy" / "defaults.yaml"
+    target.parent.mkdir()
+    shutil.copyfile(bench.parent / "defaults.yaml", target)
+    before = snapshot(target, sidecar_path(target))
+    line = one_error_line(*forge(capsys, "promote", "beyond", "--journals", journals,
+                                 "--to", target), "promote beyond: refused", "cost",
+                          "--accept-beyond-tolerance")
+    assert "aux:cost" in line or "cost +100.0%" in line
+    assert snapshot(target, sidecar_path(target)) == before
+    ok(capsys, "promote", "beyond", "--journals", journals, "--to", target,
+       "--accept-beyond-tolerance")
+    assert load_config(target, load_bench(bench).registry).values == {"knob": 2, "boost": True}
+    entry = json.loads(sidecar_path(target).read_text(encoding="utf-8"))["promotions"][-1]
+    accepted = {k: v for k, v in entry.items() if "accept" in k}
+    assert accepted and "cost" in json.dumps(accepted), entry

@@ -1,10 +1,10 @@
-"""Screening by racing, on its own: ``screen()`` against a real attempt cache.
+"""Racing one candidate against the incumbent (``racing.race``) over a real attempt cache.
 
-The bench is deterministic: the incumbent (``level`` 0) answers the odd dev tasks
-and misses the even ones; every other level wins some even tasks and loses some odd
-ones, the same on every seed, so each task's paired delta is exactly +1, 0 or -1 and
-the screening test's numbers are known in advance. Tasks are screened in their own
-order (``dev-00``, ``dev-01``, ...), four chunks of ten.
+The bench is deterministic: the incumbent (``level`` 0) answers the odd dev tasks and
+misses the even ones; every other level wins some tasks and loses some, the same on
+every seed, so each task's paired delta is exactly +1, 0 or -1 and the race's numbers
+are known in advance. Tasks are raced in their own order (``dev-00``, ``dev-01``, ...),
+five chunks of eight, on attempt block 0 (attempts 0 and 1).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from conftest import read_calls, search_tasks, write_search_bench
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, load_bench
 from forge.executors import ExecutorSettings
-from forge.racing import ScreenOutcome, screen
+from forge.racing import EARLY_PASS_FACTOR, RaceOutcome, hopeless, race
 from forge.registry import Config
 from forge.session import Session
 from forge.stats import paired_test
@@ -26,6 +26,7 @@ from forge.store import AttemptStore
 
 K = 2
 N_DEV = 40
+CHUNK = 8
 ALPHA = 0.05
 
 REGISTRY = """\
@@ -34,29 +35,35 @@ settings:
   level: {type: int, min: 0, max: 5, default: 0}
 """
 
-#: (wins, losses) against the incumbent per level; level 4 is a close call on its first
-#: block of attempts (0, 1) and a clear win on the second (2, 3).
+#: (wins, losses) against the incumbent per level.
 HARNESS = """
 EVEN = {i for i in range(40) if i % 2 == 0}
 ODD = {i for i in range(40) if i % 2 == 1}
 RULES = {
     0: (set(), set()),
-    1: (EVEN, set()),                                   # better on every even task
-    2: (set(), ODD),                                    # worse on every odd task
-    3: ({i for i in EVEN if i % 10 in (0, 6)}, {i for i in ODD if i % 10 == 3}),
-    4: ({i for i in EVEN if i % 10 in (0, 4)}, {1, 13, 27}),
-    5: (set(), set()),                                  # another config, no difference
+    1: (EVEN, set()),              # better on every even task: a strong effect
+    2: (set(), ODD),               # worse on every odd task
+    3: ({0, 2, 4}, {5, 11}),       # +2 on the first chunk, -1 on the second: weak
+    4: ({18, 24, 30}, set()),      # sparse: invisible on the first two chunks
+    5: (set(), set()),             # another config, no difference at all
 }
 
 
 def run(config, task, ctx):
     record(config, task, ctx)
     i = int(task.id.split("-")[1])
-    level = config["level"]
-    wins, losses = (EVEN, set()) if level == 4 and ctx.attempt >= 2 else RULES[level]
+    wins, losses = RULES[config["level"]]
     right = (i in ODD or i in wins) and i not in losses
     return {"output": task.expected if right else "wrong", "cost": 0.5}
 """
+WINS = {1: set(range(0, N_DEV, 2)), 3: {0, 2, 4}, 4: {18, 24, 30}}
+LOSSES = {2: set(range(1, N_DEV, 2)), 3: {5, 11}}
+
+
+def deltas(level: int, tasks: int) -> list[float]:
+    """The paired per-task deltas of ``level`` against level 0 on the first ``tasks``."""
+    return [float(i in WINS.get(level, set())) - float(i in LOSSES.get(level, set()))
+            for i in range(tasks)]
 
 
 @pytest.fixture
@@ -77,15 +84,19 @@ def level(bench: Bench) -> Callable[[int], Config]:
     return lambda value: bench.registry.with_values(bench.defaults, {"level": value})
 
 
-Race = Callable[..., ScreenOutcome]
+Race = Callable[..., RaceOutcome]
 
 
 @pytest.fixture
-def race(bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> Race:
-    """``race(candidate_level, **screen_options)`` against the incumbent, level 0."""
-    def run(candidate: int, **options: object) -> ScreenOutcome:
-        return screen(cache, level(0), level(candidate), bench.tasks("dev"), k=K,
-                      alpha=ALPHA, min_effect=0.0, **options)  # type: ignore[arg-type]
+def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> Race:
+    """``racer(candidate_level, **race_options)`` against the incumbent, level 0, with no
+    rollout budget unless the options give one."""
+    def run(candidate: int, **options: object) -> RaceOutcome:
+        settings: dict[str, object] = {"chunk": CHUNK, "k": K, "alpha": ALPHA,
+                                       "min_effect": 0.0, "budget_left": lambda: None,
+                                       "slack": 0, **options}
+        return race(cache, level(0), level(candidate), bench.tasks("dev"),
+                    **settings)  # type: ignore[arg-type]
     return run
 
 
@@ -94,90 +105,99 @@ def calls(bench: Bench, level: int) -> list[tuple[str, int]]:
             if c["config"]["level"] == level]
 
 
-def test_a_clear_win_passes_on_the_whole_first_block(race: Race) -> None:
-    out = race(1)
+def test_a_strong_effect_passes_early_below_a_fifth_of_alpha(racer: Race, bench: Bench) -> None:
+    out = racer(1)
     assert out.status == "pass"
-    assert (out.tasks_seen, out.blocks, out.saved_by_racing) == (N_DEV, 1, 0)
-    assert out.test.n == N_DEV and out.test.effect == pytest.approx(0.5)
-    assert out.test.p_value < ALPHA
-    assert (out.rollouts, out.reused) == (2 * N_DEV * K, 0)
+    # After one chunk p is 0.017: below alpha but not below alpha / 5, so it goes on;
+    # after the second, p < 0.01: out, with three chunks of both configs unspent.
+    assert paired_test(deltas(1, CHUNK), alpha=ALPHA).p_value > ALPHA / EARLY_PASS_FACTOR
+    assert out.tasks == 2 * CHUNK
+    assert out.test == paired_test(deltas(1, 2 * CHUNK), alpha=ALPHA)
+    assert out.test.p_value < ALPHA / EARLY_PASS_FACTOR
+    assert (out.rollouts, out.reused) == (2 * 2 * CHUNK * K, 0)
+    # Block 0 only, on the first tasks of the order.
+    assert set(calls(bench, 1)) == {(f"dev-{i:02d}", a) for i in range(2 * CHUNK)
+                                    for a in range(K)}
 
 
-def test_a_clear_loss_stops_after_the_first_chunk_for_futility(race: Race, bench: Bench,
+def test_a_sparse_effect_passes_on_the_last_chunk_below_alpha(racer: Race) -> None:
+    out = racer(4)
+    assert out.status == "pass" and out.tasks == N_DEV
+    # Nothing to see on the first 16 tasks (identical deltas are no reason to stop),
+    # and at the end p is between alpha / 5 and alpha: the last chunk's threshold.
+    assert ALPHA / EARLY_PASS_FACTOR < out.test.p_value < ALPHA
+    assert out.test == paired_test(deltas(4, N_DEV), alpha=ALPHA)
+
+
+def test_a_clear_loss_stops_after_the_first_chunk_as_futile(racer: Race, bench: Bench,
+                                                            cache: Rollouts) -> None:
+    out = racer(2)
+    assert out.status == "futile"
+    assert out.tasks == CHUNK and out.test.effect == pytest.approx(-0.5)
+    assert out.rollouts == 2 * CHUNK * K and cache.executed == 2 * CHUNK * K
+    assert {task for task, _ in calls(bench, 2)} == {f"dev-{i:02d}" for i in range(CHUNK)}
+
+
+def test_no_difference_is_futile_only_once_half_the_tasks_are_in(racer: Race) -> None:
+    # Identical deltas on the first chunks say nothing about an effect on a few tasks:
+    # the futility stop waits for half of them (24 >= 20 after the third chunk).
+    out = racer(5)
+    assert out.status == "futile"
+    assert out.tasks == 3 * CHUNK and out.test.sd == 0
+
+
+def test_a_weak_gain_stops_once_it_cannot_reach_alpha(racer: Race) -> None:
+    out = racer(3)
+    assert out.status == "weak"
+    # +1 over the first two chunks and nothing after: after four chunks even one
+    # standard error more than the estimate would not pass with every task in.
+    assert out.tasks == 4 * CHUNK < N_DEV
+    assert out.test.effect == pytest.approx(1 / 32)
+    assert hopeless(out.test, out.tasks / N_DEV, 0.0, ALPHA)
+    assert not hopeless(paired_test(deltas(3, 3 * CHUNK), alpha=ALPHA), 0.6, 0.0, ALPHA)
+
+
+def test_a_tolerance_out_of_reach_stops_the_race(racer: Race) -> None:
+    asked: list[int] = []
+
+    def beyond(tasks: int) -> bool:
+        asked.append(tasks)
+        return True
+
+    out = racer(1, beyond=beyond)
+    assert out.status == "aux" and out.tasks == CHUNK and asked == [CHUNK]
+    # A candidate that passes is asked once more, on everything it raced.
+    late = racer(1, beyond=lambda tasks: tasks >= 2 * CHUNK)
+    assert late.status == "aux" and late.tasks == 2 * CHUNK
+    fine = racer(1, beyond=lambda tasks: False)
+    assert fine.status == "pass"
+
+
+def test_a_race_stops_before_a_chunk_the_budget_does_not_allow(racer: Race,
                                                                cache: Rollouts) -> None:
-    out = race(2)
-    assert out.status == "futile"
-    assert out.tasks_seen == 10 and out.test.effect == pytest.approx(-0.5)
-    # both configs ran on ten tasks only; the thirty left are what racing saved
-    assert out.rollouts == 2 * 10 * K and cache.executed == 2 * 10 * K
-    assert out.saved_by_racing == (N_DEV - 10) * K
-    assert {task for task, _ in calls(bench, 2)} == {f"dev-{i:02d}" for i in range(10)}
+    nothing = racer(5, budget_left=lambda: 0)
+    assert (nothing.status, nothing.tasks, nothing.rollouts) == ("budget", 0, 0)
+    too_big = racer(5, budget_left=lambda: 2 * CHUNK * K - 1, slack=0)
+    assert (too_big.status, too_big.tasks, too_big.rollouts) == ("budget", 0, 0)
+    assert cache.used == 0
+    # A chunk starts while budget is left and may overshoot it by at most the slack.
+    budget = 40
+    out = racer(5, budget_left=lambda: budget - cache.used, slack=2 * CHUNK * K)
+    assert out.status == "budget" and out.tasks == 2 * CHUNK
+    assert budget <= cache.used == out.rollouts <= budget + 2 * CHUNK * K
 
 
-def test_no_difference_on_the_first_tasks_does_not_stop_before_half_are_in(
-        race: Race) -> None:
-    # Ten zero deltas say nothing about an effect on a tenth of the tasks: the futility
-    # stop waits for half of them, and then the candidate is plainly no better.
-    out = race(5)
-    assert out.status == "futile"
-    assert out.tasks_seen == N_DEV // 2 and out.test.sd == 0
-    assert out.saved_by_racing == (N_DEV // 2) * K
-
-
-def test_a_small_gain_that_cannot_be_shown_fails(race: Race) -> None:
-    out = race(3)
-    assert out.status == "fail"
-    assert out.tasks_seen == N_DEV and out.blocks == 1
-    assert out.test.effect == pytest.approx(0.1)
-    assert out.test.p_value >= 2 * ALPHA  # not close enough for another block
-
-
-def test_a_close_call_gets_a_second_block_on_the_same_tasks(race: Race, bench: Bench) -> None:
-    first_block = race(4, max_blocks=1)
-    assert first_block.status == "fail"
-    assert ALPHA <= first_block.test.p_value < 2 * ALPHA
-    out = race(4)
-    assert out.status == "pass" and out.blocks == 2
-    assert out.test.p_value < ALPHA and out.test.n == N_DEV
-    # the second block is attempts 2 and 3 of every task, for both configs
-    assert out.rollouts == 2 * N_DEV * K and out.reused == 2 * N_DEV * K
-    assert sorted({a for _, a in calls(bench, 4)}) == [0, 1, 2, 3]
-    assert sorted({a for _, a in calls(bench, 0)}) == [0, 1, 2, 3]
-    # on all four attempts of each task, each task's delta is the mean of its four
-    deltas = [1.0 if i % 10 in (0, 4) else 0.5 if i % 2 == 0 else
-              -0.5 if i in (1, 13, 27) else 0.0 for i in range(N_DEV)]
-    assert out.test == paired_test(deltas, alpha=ALPHA)
-
-
-def test_the_budget_ends_screening_between_chunks(race: Race) -> None:
-    nothing = race(1, budget_left=0)
-    assert nothing.status == "budget" and nothing.rollouts == 0 and nothing.tasks_seen == 0
-    # a chunk starts while any budget is left, so it may overshoot by itself
-    one_chunk = race(1, budget_left=1)
-    assert one_chunk.status == "budget"
-    assert (one_chunk.tasks_seen, one_chunk.rollouts) == (10, 2 * 10 * K)
-
-
-def test_an_extra_block_that_does_not_fit_the_budget_is_not_started(race: Race,
-                                                                    bench: Bench) -> None:
-    first = 2 * N_DEV * K  # the first block of both configs: exactly the budget
-    out = race(4, budget_left=first)
-    assert out.status == "budget" and out.blocks == 1
-    assert out.rollouts == first
-    assert max(a for _, a in calls(bench, 4)) == K - 1  # no attempt of a second block ran
-
-
-def test_the_incumbent_is_run_once_and_reused_by_later_candidates(
-        race: Race, bench: Bench, cache: Rollouts) -> None:
-    race(1)
+def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
+        racer: Race, bench: Bench, cache: Rollouts) -> None:
+    racer(4)
     executed = cache.executed
-    out = race(3)
-    # the incumbent's attempts come from the cache: only the new candidate's are new
-    assert (out.rollouts, out.reused) == (N_DEV * K, N_DEV * K)
-    assert cache.executed == executed + N_DEV * K
+    out = racer(3)
+    # The incumbent's attempts come from the cache: only the new candidate's are new.
+    assert (out.rollouts, out.reused) == (out.tasks * K, out.tasks * K)
+    assert cache.executed == executed + out.tasks * K
     assert len(calls(bench, 0)) == N_DEV * K
-    again = race(3)
-    assert (again.status, again.rollouts, again.reused) == ("fail", 0, 2 * N_DEV * K)
-    assert cache.executed == executed + N_DEV * K
-    assert cache.used == 3 * N_DEV * K  # each attempt counts once toward the budget
-    assert cache.cost == pytest.approx(0.5 * 3 * N_DEV * K)
+    # A race over attempts already asked for needs no budget and counts nothing again.
+    again = racer(3, budget_left=lambda: 0)
+    assert (again.status, again.rollouts, again.reused) == ("weak", 0, 2 * out.tasks * K)
+    assert cache.used == (N_DEV + N_DEV + out.tasks) * K
+    assert cache.cost == pytest.approx(0.5 * cache.used)

@@ -195,7 +195,8 @@ def test_the_promoted_step_names_every_gate_it_passed(journals: Path) -> None:
     [promoted] = [s for s in steps if s["verdict"] == "promoted"]
     assert promoted["move"] == {"target": "boost", "before": False, "after": True}
     assert promoted["inverse"] == {"target": "boost", "before": True, "after": False}
-    assert [g["name"] for g in promoted["gates"]] == ["dev", "aux:cost", "val"]
+    # In the order they were decided: dev, val, then the tolerance on the val tasks.
+    assert [g["name"] for g in promoted["gates"]] == ["dev", "val", "aux:cost"]
     assert all(g["passed"] for g in promoted["gates"])
     assert promoted["rollouts"] > 0
 
@@ -262,7 +263,8 @@ def test_aux_changes_and_failing_gates(journals: Path) -> None:
     refused = [r for r in arith.candidates if r.verdict == "rejected"]
     assert refused and all(failing_gates(r) for r in refused)
     # Refused on screening data before any confirmation: no aux block to show.
-    prescreened = [r for r in refused if (r.why or "").startswith("passed dev screening")]
+    prescreened = [r for r in refused if r.dev is not None and r.dev.screen is not None
+                   and r.dev.screen.status == "aux"]
     assert prescreened
     assert all(aux_changes(r) == [] for r in prescreened)
     assert all(failing_gates(r)[0].name.startswith("aux:") for r in prescreened)

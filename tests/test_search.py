@@ -31,6 +31,8 @@ from forge.stats import spent_alpha
 
 K = 4
 N_DEV, N_VAL, N_TEST = 40, 30, 30
+#: Tasks in a screening chunk and in each confirmation look: a fifth of dev.
+CHUNK_TASKS = N_DEV // 5
 
 #: boost raises the success probability from 0.5 to 0.8 everywhere; knob does nothing.
 BOOST = """
@@ -91,19 +93,18 @@ settings:
   mode:  {type: enum, choices: [a, b, c], default: a}
 """
 
-#: A knob != 2 is "lucky" on the run's dev screening seeds only (0.5 -> 0.95 there),
-#: the way a change can look good on one sample of seeds; boost is a real gain.
+#: A knob != 2 is "lucky" on the attempts the search screens with (block 0 of the tasks
+#: in ``lucky.json``, the first chunk of the run's dev order), 0.5 -> 0.95 there, the
+#: way a change can look good on one sample of seeds; boost is a real gain.
 LUCKY = """
-from forge.rollout import derive_seed
-
-RUN_SEED = 7
+def lucky():
+    return set(_json.loads(_Path(__file__).with_name("lucky.json").read_text()))
 
 
 def run(config, task, ctx):
     record(config, task, ctx)
     p = 0.8 if config["boost"] else 0.5
-    screening = ctx.seed == derive_seed(RUN_SEED, "dev", task.id, ctx.attempt)
-    if config["knob"] != 2 and screening:
+    if config["knob"] != 2 and task.id in lucky() and ctx.attempt < 4:
         p = 0.95
     ok = random.Random(ctx.seed).random() < p
     return {"output": task.expected if ok else "wrong"}
@@ -185,25 +186,27 @@ def candidate_configs(outcome: SearchOutcome) -> Iterator[tuple[dict[str, Any], 
 
 
 def assert_no_peeking(outcome: SearchOutcome, marks: Marks) -> None:
-    """val: only for the start config and for candidates whose dev-side gates all
-    passed; test: only after the last decision, once each for start and final."""
+    """val: only inside a confirmation, for the candidate being confirmed, its
+    incumbent and the start config (the reference of every tolerance), never while
+    screening; test: only after the last decision, once each for start and final."""
     calls = read_calls(marks.bench)
     last_decision = max(n for r, n in marks.at if r["kind"] in ("start", "candidate", "stop"))
-    # A config may open val only if some record says it passed every dev-side gate.
-    allowed_val = {key(outcome.start_config)}
-    for r, values in candidate_configs(outcome):
-        dev_side = [g for g in r["gates"] if g["name"] != "val"]
-        if "val" in gates(r):
-            assert all(g["passed"] for g in dev_side), r["gates"]
-            allowed_val.add(key(values))
-        else:
-            assert "val" in r.get("gates_not_run", ["val"])
-    start_mark = next(n for r, n in marks.at if r["kind"] == "start")
+    configs = {id(r): values for r, values in candidate_configs(outcome)}
+    incumbents: dict[int, dict[str, Any]] = {}
+    incumbent = dict(outcome.start_config)
+    for r in candidates(outcome):
+        incumbents[id(r)] = incumbent
+        if r["verdict"] == "promoted":
+            incumbent = configs[id(r)]
+    by_json = {json.dumps(r, sort_keys=True): r for r in candidates(outcome)}
     for i, call in enumerate(calls):
         if call["split"] == "val":
-            assert key(call["config"]) in allowed_val, call
-            if key(call["config"]) == key(outcome.start_config):
-                assert i < start_mark
+            # The record journaled next after this call is the decision that read it.
+            record = next(r for r, n in marks.at if n > i)
+            assert record["kind"] == "candidate" and record.get("looks") is not None, call
+            r = by_json[json.dumps(record, sort_keys=True)]
+            allowed = {key(configs[id(r)]), key(incumbents[id(r)]), key(outcome.start_config)}
+            assert key(call["config"]) in allowed, call
         if call["split"] == "test":
             assert i >= last_decision, "the test split was opened before the search ended"
     test_calls = Counter(key(c["config"]) for c in calls if c["split"] == "test")
@@ -227,7 +230,11 @@ def test_a_real_improvement_is_promoted_and_holds_on_test(
     assert [g["name"] for g in record["gates"]] == ["dev", "val"]
     assert all(g["passed"] for g in record["gates"])
     assert record["inverse"] == {"target": "boost", "before": True, "after": False}
-    assert record["dev"]["confirm"]["stream"] == "dev#confirm0"
+    # Confirmed on the dev stream's attempts its screening did not read, at the first
+    # level of the spending sequence.
+    assert record["dev"]["confirm"]["stream"] == "dev"
+    assert record["dev"]["confirm"]["level"] == pytest.approx(spent_alpha(1, 0.05))
+    assert record["move_kind"] == "step"
     # It holds out of sample: the test split, opened once at the end, shows the gain.
     assert outcome.test["delta"] is not None and outcome.test["delta"] > 0.15
     assert outcome.test["ci_low"] is not None and outcome.test["ci_low"] > 0
@@ -249,12 +256,14 @@ def test_rollouts_are_reused_and_no_attempt_runs_twice(
     # start config, as the inverse of the promotion) was not run again.
     assert max(attempts.values()) == 1
     assert len(calls) == outcome.rollouts_used
-    # The start config met three candidates and came back as one itself, yet ran its
-    # dev tasks exactly twice: once on the screening seeds, once on the confirmation's.
+    assert len(candidates(outcome)) >= 4
+    # The start config is evaluated lazily: its first screening chunk before the first
+    # step, the rest only as far as the decisions against it needed.
+    start = next(r for r in outcome.records if r["kind"] == "start")
+    assert start["dev_tasks"] == CHUNK_TASKS and start["rollouts_total"] == CHUNK_TASKS * K
     start_dev = [c for c in calls if key(c["config"]) == key(outcome.start_config)
                  and c["split"] == "dev"]
-    assert len(candidates(outcome)) >= 4
-    assert len(start_dev) == 2 * N_DEV * K
+    assert len(start_dev) < N_DEV * K
     back = [r for r in candidates(outcome) if r["move"] == {"target": "boost", "before": True,
                                                             "after": False}]
     assert len(back) == 1 and back[0]["verdict"] == "rejected"
@@ -269,9 +278,11 @@ def test_racing_stops_a_clearly_worse_candidate_early(
     worse = only_screened(candidates(outcome), "boost", False)
     assert worse["verdict"] == "rejected"
     assert worse["dev"]["screen"]["status"] == "futile"
-    assert worse["saved_by_racing"] > 0
-    assert worse["tasks_screened"] < N_DEV
-    assert worse["rollouts"] + worse["saved_by_racing"] == N_DEV * K
+    assert worse["tasks_screened"] == CHUNK_TASKS < N_DEV
+    # What racing saved: the candidate ran the first chunk of tasks and nothing else.
+    assert worse["rollouts"] + worse["reused"] == 2 * CHUNK_TASKS * K
+    assert worse["rollouts"] == CHUNK_TASKS * K  # the start's first chunk was on file
+    assert sum(not c["config"]["boost"] for c in read_calls(bench)) == CHUNK_TASKS * K
     assert "futility" in worse["gates"][0]["reason"]
 
 
@@ -296,7 +307,12 @@ def test_a_dev_win_that_loses_on_val_is_refused_by_the_val_gate(
     record = only(candidates(outcome), "boost", True)
     assert record["verdict"] == "rejected"
     assert failing(record) == ["val"]
-    assert gates(record)["dev"]["passed"]
+    # One val chunk comes right after the first dev look: a dev-only win shows there,
+    # and is refused before the rest of the dev confirmation is paid for (the dev gate,
+    # still open, is not reported as decided).
+    assert "dev" not in gates(record)
+    assert record["looks"] == 2
+    assert record["dev"]["confirm"]["looks"] == 1 and record["val"]["looks"] == 1
     assert record["dev"]["confirm"]["effect"] > 0.15
     reason = gates(record)["val"]["reason"]
     assert reason.startswith("val -") and "margin" in reason
@@ -319,14 +335,17 @@ def test_a_pass_rate_win_that_breaks_the_cost_tolerance_is_refused(
                 if r["move"]["target"] == "boost" and r["move"]["after"] is True]
     assert record["verdict"] == "rejected"
     assert failing(record) == ["aux:cost"]
-    # A dev win on the screening seeds...
-    assert record["dev"]["screen"]["status"] == "pass"
+    # A dev win on the screening tasks, refused there: its screening data against the
+    # start config put the cost past the tolerance...
+    assert record["dev"]["screen"]["status"] == "aux"
     assert record["dev"]["screen"]["effect"] > 0.1
     reason = gates(record)["aux:cost"]["reason"]
-    assert reason.startswith("cost +100.0%") and "> allowed +5.0%" in reason
-    # ...refused before a confirmation spent a level of the error budget on it, and
-    # before val was opened for it.
-    assert "confirm" not in record["dev"]
+    assert reason.startswith("cost +100.0%") and "allowed +5.0%" in reason
+    assert "vs the start config" in reason
+    assert "not worth a confirmation" in record["why"]
+    # ...before a confirmation spent a level of the error budget on it, and before val
+    # was opened for it.
+    assert "confirm" not in record["dev"] and record.get("looks") is None
     assert not any(c["split"] == "val" and c["config"]["boost"] for c in read_calls(bench))
     assert outcome.promotions == []
     assert_no_peeking(outcome, marks)
@@ -341,11 +360,14 @@ def test_a_win_that_drops_a_critical_task_below_its_floor_is_refused(
     record = only(candidates(outcome), "boost", True)
     assert record["verdict"] == "rejected"
     assert failing(record) == ["floor:critical"]
-    assert gates(record)["dev"]["passed"]
+    assert gates(record)["dev"]["passed"] and gates(record)["val"]["passed"]
+    # Floors are checked once the other gates have passed, on the confirmation's dev
+    # and val data: every critical dev task, and the critical val tasks it reached.
     reason = gates(record)["floor:critical"]["reason"]
-    assert "3 critical task(s) below floor 80%" in reason
-    assert "dev/dev-00 0% (was 100%)" in reason
-    assert record["gates_not_run"] == ["val"]
+    assert "critical task(s) below floor 80%" in reason
+    for task in ("dev/dev-00", "dev/dev-01", "dev/dev-02"):
+        assert f"{task} 0% (was 100%)" in reason
+    assert "val/val-0" in reason
     assert outcome.promotions == []
     assert_no_peeking(outcome, marks)
 
@@ -376,39 +398,49 @@ def test_noise_is_never_promoted(bench_factory: Callable[..., Path], tmp_path: P
         screened += len(candidates(outcome))
         for r in candidates(outcome):
             confirm = r.get("dev", {}).get("confirm")
-            if confirm:  # a screening fluke gets a fresh, stricter test
-                assert confirm["stream"] == "dev#confirm0"
+            if confirm:  # a screening fluke gets a test on data it was not chosen on
+                assert confirm["stream"] == "dev"
                 assert confirm["level"] == pytest.approx(spent_alpha(confirm["index"], 0.05))
     assert screened >= 5 * 5  # every neighbour of the start config was tried each time
 
 
-def test_a_screening_fluke_is_refused_on_fresh_seeds_at_spent_levels(
+def test_a_screening_fluke_is_refused_on_data_it_was_not_chosen_on_at_spent_levels(
         bench_factory: Callable[..., Path], tmp_path: Path) -> None:
-    bench = bench_factory(LUCKY)
-    outcome = search(bench, tmp_path, seed=7)
+    path = bench_factory(LUCKY)
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=10, patience=3, budget=BudgetSettings(), k=K, seed=7,
+                            concurrency=4, timeout_s=10.0)
+    # The knob moves are lucky on exactly the attempts screening races on.
+    run = Search(bench, bench.defaults, ScriptedProposer([]), options, run_id="lucky",
+                 folder=folder, first_moves=[Move(target="knob", before=2, after=3),
+                                             Move(target="knob", before=2, after=1)])
+    (path.parent / "lucky.json").write_text(json.dumps([t.id for t in run.dev_order[:run.chunk]]))
+    outcome = run.run()
     confirmed = [r for r in candidates(outcome) if "confirm" in (r.get("dev") or {})]
-    seq = [(r["move"]["target"], r["move"]["after"], r["verdict"], r["dev"]["confirm"]["index"],
-            r["dev"]["confirm"]["stream"]) for r in confirmed]
-    # The lucky knob moves screen stronger than boost, so they are confirmed first, and
-    # refused on fresh seeds; boost is then promoted at the third level of the sequence;
-    # after the promotion the sequence restarts on a new stream of fresh seeds.
-    assert seq == [("knob", seq[0][1], "rejected", 1, "dev#confirm0"),
-                   ("knob", seq[1][1], "rejected", 2, "dev#confirm0"),
-                   ("boost", True, "promoted", 3, "dev#confirm0"),
-                   ("knob", seq[3][1], "rejected", 1, "dev#confirm1"),
-                   ("knob", seq[4][1], "rejected", 2, "dev#confirm1")]
-    assert {seq[0][1], seq[1][1]} == {seq[3][1], seq[4][1]} == {1, 3}
+    seq = [(r["step"], r["move"]["target"], r["move"]["after"], r["verdict"],
+            r["dev"]["confirm"]["index"]) for r in confirmed]
+    # Each lucky knob move passes screening and is confirmed at once (first improvement),
+    # on the other dev tasks and on a fresh block of the screened ones: refused there;
+    # the step goes on and boost is promoted at the next level of the sequence. After
+    # the promotion the sequence restarts at its first level (one knob move a step).
+    assert seq == [(1, "knob", 3, "rejected", 1), (1, "boost", True, "promoted", 2),
+                   (2, "knob", 3, "rejected", 1), (3, "knob", 1, "rejected", 2)]
     for r in confirmed:
         confirm = r["dev"]["confirm"]
         assert confirm["level"] == pytest.approx(spent_alpha(confirm["index"], 0.05))
         if r["move"]["target"] == "knob":
-            assert r["dev"]["screen"]["p_value"] < 0.05 <= confirm["p_value"]
-            assert failing(r) == ["dev"]
-            assert r["gates_not_run"] == ["val"]
-    # The strongest screening pass of a step is confirmed; the others wait their turn.
-    waiting = [r for r in candidates(outcome) if r["verdict"] == "skipped"]
-    assert waiting and all("was confirmed first" in r["why"] for r in waiting)
-    assert outcome.promotions == [{"step": 3, "target": "boost", "before": False,
+            assert r["dev"]["screen"]["status"] == "pass"
+            assert r["dev"]["screen"]["p_value"] < 0.05 and r["tasks_screened"] == run.chunk
+            assert failing(r) == ["dev"] and confirm["effect"] < r["dev"]["screen"]["effect"]
+    lucky = {(t.id, a) for t in run.dev_order[:run.chunk] for a in range(K)}
+    # Not one attempt a knob candidate was chosen on went into its confirmation: the
+    # confirmation ran the screened tasks again on attempts K..2K-1 only.
+    for call in read_calls(path):
+        if call["split"] == "dev" and call["config"]["knob"] != 2 and call["attempt"] >= K:
+            assert (call["task"], call["attempt"] - K) in lucky
+    assert outcome.promotions == [{"step": 1, "target": "boost", "before": False,
                                    "after": True}]
 
 
@@ -435,11 +467,12 @@ class ScriptedProposer(Proposer):
 
 def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
         bench_factory: Callable[..., Path], tmp_path: Path) -> None:
-    path = bench_factory(BOOST)
+    path = bench_factory(BOOST, registry=NOISE_REGISTRY)
     bench = load_bench(path)
-    out_of_bounds = Move(target="knob", before=2, after=99)
+    out_of_bounds = Move(target="knob", before=3, after=99)
     unknown = Move(target="turbo", before=False, after=True)
-    stale = Move(target="knob", before=3, after=1)
+    stale = Move(target="mode", before="b", after="c")
+    # A step takes one move per setting: each illegal move names another one.
     proposer = ScriptedProposer([out_of_bounds, unknown, stale,
                                  Move(target="boost", before=False, after=True)])
     options = SearchOptions(max_steps=1, patience=3, budget=BudgetSettings(), k=K, seed=7,
@@ -448,7 +481,7 @@ def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
     folder.mkdir()
     outcome = Search(bench, bench.defaults, proposer, options, run_id="s", folder=folder).run()
     records = candidates(outcome)
-    assert [r["move"]["target"] for r in records] == ["knob", "turbo", "knob", "boost"]
+    assert [r["move"]["target"] for r in records] == ["knob", "turbo", "mode", "boost"]
     for r in records[:3]:
         assert r["verdict"] == "rejected"
         assert [g["name"] for g in r["gates"]] == ["legal"]
@@ -459,10 +492,11 @@ def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
     assert "stale" in records[2]["gates"][0]["reason"]
     assert records[3]["verdict"] == "promoted"
     configs = {key(c["config"]) for c in read_calls(path)}
-    assert configs == {key({"boost": False, "knob": 2}), key({"boost": True, "knob": 2})}
+    start = dict(bench.defaults.values)
+    assert configs == {key(start), key({**start, "boost": True})}
     # The proposer saw dev attempts only, and was told about legal configs only.
     assert proposer.seen_tasks and all(t.startswith("dev-") for t in proposer.seen_tasks)
-    assert all(c["knob"] in (1, 2, 3) for c in proposer.observed)
+    assert all(c["knob"] in range(1, 6) for c in proposer.observed)
 
 
 # -- (f) stop reasons, and what the CLI prints --------------------------------------------
@@ -474,7 +508,7 @@ def test_stop_reasons_are_journaled(bench_factory: Callable[..., Path], tmp_path
              (boost, {"max_steps": 1}, "max_steps", 1),
              (noise, {"patience": 1}, "patience", 1),
              (boost, {"budget_rollouts": 300}, "budget_rollouts", 1),
-             (boost, {}, "local_optimum", 2)]
+             (boost, {}, "local_optimum", 3)]
     for i, (bench, options, reason, steps) in enumerate(cases):
         outcome = launch_search(bench, journals=tmp_path / "journals", run_id=f"stop{i}",
                                 seed=7, proposer="sweep", **options)
@@ -492,7 +526,7 @@ def test_stop_reasons_are_journaled(bench_factory: Callable[..., Path], tmp_path
 
 @pytest.mark.parametrize(("options", "text"), [
     (["--max-steps", "1"], "stopped after 1 steps: reached max_steps"),
-    ([], "stopped after 2 steps: local optimum"),
+    ([], "stopped after 3 steps: no untried move (step or jump) of the incumbent is left"),
 ])
 def test_the_stop_reason_is_printed(bench_factory: Callable[..., Path], tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str], options: list[str],
@@ -504,6 +538,19 @@ def test_the_stop_reason_is_printed(bench_factory: Callable[..., Path], tmp_path
     assert code == 0
     assert text in " ".join(out.split())
     assert "promoted: boost False->True" in out
+
+
+@pytest.mark.xfail(strict=True, reason="forge bug: report/live.py prints the v1 field "
+                   "saved_by_racing, None in every version-2 record")
+def test_the_live_view_says_nothing_of_racing_savings_it_does_not_know(
+        bench_factory: Callable[..., Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bench = bench_factory(BOOST)
+    code = main(["search", str(bench), "--journals", str(tmp_path / "j"), "--run-id", "p",
+                 "--proposer", "sweep", "--max-steps", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "rollouts" in out
+    assert "None saved by racing" not in out
 
 
 # -- (g) the --json contract ------------------------------------------------------------------
@@ -538,11 +585,11 @@ def test_search_json_prints_only_the_result_object(
 
 # -- (h) the rollout budget --------------------------------------------------------------------
 
-CHUNK = 2 * K * (N_DEV // 4)  # a screening chunk: 10 tasks x K, incumbent and candidate
+CHUNK = 2 * K * CHUNK_TASKS  # a chunk of tasks x K, incumbent and candidate
 
 
-@pytest.mark.parametrize("budget", [300, 450, 700, 1000])
-def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
+@pytest.mark.parametrize("budget", [100, 200, 300, 450])
+def test_the_rollout_budget_is_honoured_within_one_chunk(
         bench_factory: Callable[..., Path], tmp_path: Path, budget: int) -> None:
     bench = bench_factory(BOOST)
     outcome = search(bench, tmp_path, f"b{budget}", budget_rollouts=budget)
@@ -554,12 +601,10 @@ def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
     if last["verdict"] != "skipped":
         # The budget ran out with a decision, and the search stopped before the next step.
         assert total >= budget
-    elif total < budget:
-        # Stopped short: the next decision (a confirmation) would overshoot the budget
-        # by more than a chunk, so it was not started.
-        assert "budget spent: confirming needs" in last["why"]
     else:
-        assert "budget" in (last.get("why") or last["gates"][0]["reason"])
+        # Cut short where the next chunk or look did not fit, and journaled with why.
+        assert (last["why"] == "budget spent during confirmation"
+                or last["why"].startswith("budget spent during screening")), last["why"]
     # Every harness call before the stop was asked for by the search (the test split,
     # opened after it, is outside the search's budget).
     calls = read_calls(bench)
@@ -567,7 +612,7 @@ def test_the_rollout_budget_is_honoured_within_one_screening_chunk(
     assert outcome.rollouts_used == len(calls)
 
 
-def test_tolerances_that_add_up_across_moves_are_shown_on_test(
+def test_tolerances_do_not_add_up_across_moves_and_the_test_check_agrees(
         bench_factory: Callable[..., Path], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     metrics = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True}}
@@ -579,15 +624,23 @@ def test_tolerances_that_add_up_across_moves_are_shown_on_test(
     records = [json.loads(line) for line in
                (tmp_path / "j" / "r" / "journal.jsonl").read_text().splitlines()]
     promoted = [r for r in records if r.get("verdict") == "promoted"]
-    assert {(r["move"]["target"], r["move"]["after"]) for r in promoted} == {
-        ("boost", True), ("knob", 3)}
-    for r in promoted:  # each move is within the tolerance against its own incumbent
-        assert gates(r)["aux:cost"]["passed"] and "+8.0%" in gates(r)["aux:cost"]["reason"]
+    assert [(r["move"]["target"], r["move"]["after"]) for r in promoted] == [("boost", True)]
+    [first] = promoted
+    assert gates(first)["aux:cost"]["passed"] and "+8.0%" in gates(first)["aux:cost"]["reason"]
+    assert first["aux"]["cost"]["vs"] == "start"
+    # knob 2 -> 3 would add 8% to the new incumbent's cost, within 10% of it, but 16.6%
+    # to the start's: refused, against the start config.
+    [second] = [r for r in records if r.get("move") == {"target": "knob", "before": 2,
+                                                        "after": 3}]
+    assert second["verdict"] == "rejected" and failing(second) == ["aux:cost"]
+    reason = gates(second)["aux:cost"]["reason"]
+    assert reason.startswith("cost +16.6%") and "vs the start config" in reason
+    # The end check on test, start to final, shows what the gates promised.
     [test] = [r for r in records if r["kind"] == "test"]
     [cost] = test["aux"]
-    assert cost["name"] == "aux:cost" and not cost["passed"]
-    assert cost["reason"].startswith("cost +16.6%") and "> allowed +10.0%" in cost["reason"]
-    assert "BEYOND tolerance: cost +16.6%" in " ".join(out.split())
+    assert cost["name"] == "aux:cost" and cost["passed"]
+    assert cost["details"]["status"] == "within" and cost["reason"].startswith("cost +8.0%")
+    assert "within tolerance: cost +8.0%" in " ".join(out.split())
     capsys.readouterr()
     assert main(["journal", "show", "r", "--journals", str(tmp_path / "j")]) == 0
-    assert "BEYOND tolerance vs start: cost +16.6%" in " ".join(capsys.readouterr().out.split())
+    assert "within tolerance vs start: cost +8.0%" in " ".join(capsys.readouterr().out.split())

@@ -120,6 +120,17 @@ def test_show_gives_the_failing_gate_and_why(capsys: pytest.CaptureFixture[str],
     assert code == 0, err
     assert "aux:cost: cost +" in out  # the aux pre-screen refusal, its gate and reason
     assert "not worth a confirmation" in out  # and the search's why
+    # The footer names what was promoted (a jump the tolerances allow, on this bench).
+    [promotion] = load_run_records(journals / "arith").promotions
+    assert (f"promoted: {promotion.target} {promotion.before!r} → {promotion.after!r} "
+            f"(step {promotion.step})") in out
+
+
+def test_show_of_a_run_that_promoted_nothing_says_the_start_stands(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = write_fake_run(tmp_path / "journals" / "none", [{"kind": "start"}])
+    code, out, err = forge(capsys, "journal", "show", "none", "--journals", folder.parent)
+    assert code == 0, err
     assert "promoted: nothing (the start config stands)" in out
 
 

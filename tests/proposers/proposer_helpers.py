@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from forge.harness import RunOutput
-from forge.moves import Move, apply_move, neighbourhood
+from forge.moves import Move, apply_move, candidate_moves
 from forge.proposers import EvaluatedConfig, Proposal, SearchView
 from forge.registry import Config, Registry
 from forge.results import AttemptResult, StopReason
@@ -48,9 +48,10 @@ def attempt(*signals: str, stop_reason: StopReason = "completed", task_id: str =
 def view(registry: Registry, config: Config | None = None, *, seed: int = 0,
          attempts: Sequence[AttemptResult] = (), untried: Iterable[Move] | None = None,
          history: Sequence[EvaluatedConfig] = (), step: int = 1) -> SearchView:
-    """A view of ``config`` (default: the registry's defaults) with a seeded rng."""
+    """A view of ``config`` (default: the registry's defaults) with a seeded rng; its
+    untried moves are the search's candidate moves (steps and jumps) unless given."""
     incumbent = config if config is not None else registry.defaults()
-    moves = list(untried) if untried is not None else neighbourhood(registry, incumbent)
+    moves = list(untried) if untried is not None else candidate_moves(registry, incumbent)
     return SearchView(registry=registry, incumbent=incumbent, untried=moves,
                       history=list(history), dev_attempts=list(attempts), step=step,
                       rng=random.Random(seed))
@@ -72,11 +73,14 @@ def random_config(registry: Registry, rng: random.Random) -> Config:
 
 
 def assert_legal(registry: Registry, v: SearchView, proposals: Sequence[Proposal]) -> None:
-    """Every proposal applies to the incumbent, is untried, and appears once."""
+    """Every proposal applies to the incumbent, is not a tried move (a candidate move of
+    the search missing from ``untried``), and appears once. A value off the search's
+    grid is a legal move too, and one the view cannot call tried."""
+    offered = candidate_moves(registry, v.incumbent)
     keys = []
     for p in proposals:
         apply_move(registry, v.incumbent, p.move)
-        assert p.move in v.untried
+        assert p.move in v.untried or p.move not in offered, p.move
         assert p.reason
         keys.append((p.move.target, repr(p.move.before), repr(p.move.after)))
     assert len(keys) == len(set(keys))

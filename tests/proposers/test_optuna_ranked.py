@@ -1,4 +1,5 @@
-"""The Optuna proposer: trials from observed configs, TPE ranking, journal file, resume."""
+"""The Optuna proposer: trials from observed configs, TPE's per-setting suggestions, the
+journal file, resume."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from proposer_helpers import (
     view,
 )
 
-from forge.moves import apply_move, neighbourhood
-from forge.proposers import OptunaProposer, Proposer
+from forge.moves import Move, apply_move, candidate_moves, neighbourhood
+from forge.proposers import OptunaProposer, Proposal, Proposer, SearchView
 from forge.registry import Config, Registry
 
 
@@ -41,10 +42,6 @@ def fed(registry: Registry, seed: int, obs: list[tuple[Config, float]],
     for config, score in obs:
         proposer.observe(config, score)
     return proposer
-
-
-def is_x_up(move_key: tuple[str, str, str]) -> bool:
-    return move_key == ("x", "5", "6")
 
 
 class _Records(logging.Handler):
@@ -124,7 +121,11 @@ def test_ranking_is_deterministic_for_a_seed_and_observations() -> None:
 
     first = ranking(3)
     assert ranking(3) == first
-    assert len(first) == len(neighbourhood(registry, registry.defaults()))
+    # Every untried move once, and at most one value off the grid per setting.
+    untried = {str(key(m)) for m in candidate_moves(registry, registry.defaults())}
+    ranked = [k for k, _ in first]
+    assert len(set(ranked)) == len(ranked) and untried <= set(ranked)
+    assert len(ranked) - len(untried) <= len(registry.settings)
 
 
 def test_propose_is_repeatable_without_new_observations() -> None:
@@ -134,50 +135,78 @@ def test_propose_is_repeatable_without_new_observations() -> None:
     assert [key(p.move) for p in proposer.propose(view(registry, seed=5), 100)] == first
 
 
-def test_x_up_is_ranked_first_when_higher_x_scores_better() -> None:
+def x_proposal(proposer: OptunaProposer, v: SearchView) -> Proposal:
+    return next(p for p in proposer.propose(v, 100) if p.move.target == "x")
+
+
+def test_tpe_suggests_a_jump_towards_the_better_end_of_a_setting() -> None:
     # 20 random configs over five settings where only x matters (noise sd 0.05 against
-    # an effect of 0.1 per step). Measured over seeds 0-39: x up first in 40 of 40
-    # (with 16 trials 36 of 40, and x up second in the other 4: a distractor that
-    # happens to line up with the few best and worst trials ties with it). Requiring
-    # 16 of these 20 first, and all in the top two, leaves room for another Optuna
-    # release to sample differently without the test flaking.
+    # an effect of 0.1 per unit of x). Measured over seeds 0-19: TPE, the other settings
+    # held at the incumbent's, puts x at 10 in 17, at 9 in 2, at 7 in 1: a jump from 5,
+    # not a step. Requiring 16 of 20 at 8 or more, and all above 5, leaves room for
+    # another Optuna release to sample differently without the test flaking.
     registry = mixed_registry()
-    firsts, top_two = 0, 0
+    far = 0
     for seed in range(20):
         proposer = fed(registry, seed, observations(registry, seed, n=20))
         v = view(registry, seed=seed)
-        proposals = proposer.propose(v, 3)
+        proposals = proposer.propose(v, 100)
         assert_legal(registry, v, proposals)
-        ranked = [key(p.move) for p in proposals]
-        firsts += is_x_up(ranked[0])
-        top_two += any(is_x_up(k) for k in ranked[:2])
-    assert firsts >= 16
-    assert top_two == 20
+        x = x_proposal(proposer, v)
+        # The suggestion is the setting's first move, and says where it comes from.
+        assert x.move.after == proposer.suggest("x", v.incumbent)
+        assert x.reason.startswith("TPE, the other settings held, suggests x")
+        assert isinstance(x.move.after, int) and x.move.after > 5
+        far += x.move.after >= 8
+    assert far >= 16
 
 
-def test_x_up_is_ranked_first_after_scoring_the_neighbourhood() -> None:
-    # The search's own pattern: the incumbent and each of its neighbours, scored once.
+def test_tpe_follows_the_data_down_as_well() -> None:
+    # The same with lower x better: measured, x at 0 in 18 of 20 seeds, at 2 in 2.
+    registry = mixed_registry()
+    low = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        configs = [random_config(registry, rng) for _ in range(20)]
+        proposer = fed(registry, seed, [(c, -float(c.values["x"]) / 10 + rng.gauss(0, 0.05))
+                                        for c in configs])
+        value = proposer.suggest("x", registry.defaults())
+        assert isinstance(value, int) and value < 5
+        low += value <= 2
+    assert low >= 16
+
+
+def test_after_scoring_the_neighbourhood_tpe_jumps_past_the_best_step() -> None:
+    # The search's own pattern: the incumbent and each of its steps, scored once (x 6 is
+    # the best of them). Measured: TPE suggests x 9 for each of seeds 0-9.
     registry = mixed_registry()
     incumbent = registry.defaults()
     configs = [incumbent] + [apply_move(registry, incumbent, m)
                              for m in neighbourhood(registry, incumbent)]
-    wins = 0
+    beyond = 0
     for seed in range(10):
         rng = random.Random(seed)
         obs = [(c, float(c.values["x"]) / 10 + rng.gauss(0, 0.02)) for c in configs]
-        proposals = fed(registry, seed, obs).propose(view(registry, seed=seed), 1)
-        wins += is_x_up(key(proposals[0].move))
-    assert wins >= 8
+        x = x_proposal(fed(registry, seed, obs), view(registry, seed=seed))
+        assert x.reason.startswith("TPE, the other settings held, suggests")
+        beyond += isinstance(x.move.after, int) and x.move.after > 6
+    assert beyond >= 8
 
 
-def test_x_down_ranks_below_x_up() -> None:
+def test_each_setting_takes_a_turn_least_tried_first() -> None:
     registry = mixed_registry()
     proposer = fed(registry, 0, observations(registry, 0, n=16))
-    ranked = [key(m) for m, _ in proposer.rank(view(registry, seed=0))]
-    assert ranked.index(("x", "5", "6")) < ranked.index(("x", "5", "4"))
-    scores = {key(m): s for m, s in proposer.rank(view(registry, seed=0))}
-    assert all(-1.0 <= s <= 1.0 for s in scores.values())
-    assert scores[("x", "5", "6")] > 0 > scores[("x", "5", "4")]
+    v = view(registry, seed=0)
+    ranked = proposer.rank(v)
+    # One move per setting first (TPE's suggestion, flagged, where it has one), then
+    # each setting's next move, and so on.
+    first_round = [m.target for m, _ in ranked[:len(registry.settings)]]
+    assert sorted(first_round) == sorted(registry.settings)
+    assert all(not flagged for _, flagged in ranked[len(registry.settings):])
+    # A setting with fewer untried moves left has been tried more: it goes later.
+    partly = [m for m in v.untried if not (m.target == "x" and m.after != 4)]
+    order = [m.target for m, _ in proposer.rank(view(registry, untried=partly, seed=0))]
+    assert order.index("x") == len(registry.settings) - 1
 
 
 def test_too_few_trials_say_that_tpe_samples_at_random() -> None:
@@ -185,23 +214,45 @@ def test_too_few_trials_say_that_tpe_samples_at_random() -> None:
     proposer = fed(registry, 0, observations(registry, 0, n=2))
     proposals = proposer.propose(view(registry, seed=0), 3)
     assert len(proposals) == 3
-    assert all("fewer than 4: TPE samples at random" in p.reason for p in proposals)
+    assert all("(2 trials, fewer than 4: TPE samples at random)" in p.reason
+               for p in proposals)
     assert all(p.proposer == "optuna" for p in proposals)
-    assert proposals[0].reason.startswith("TPE ranks ")
     empty = OptunaProposer(registry)
     assert len(empty.propose(view(registry), 2)) == 2   # no trial at all: still ranks
+    assert all("explores the setting" in p.reason for p in empty.propose(view(registry), 5))
     assert empty.propose(view(registry), 0) == []
     assert empty.propose(view(registry, untried=[]), 3) == []
 
 
 def test_only_untried_moves_are_ranked() -> None:
     registry = mixed_registry()
-    untried = [m for m in neighbourhood(registry, registry.defaults()) if m.target != "x"]
+    untried = [m for m in candidate_moves(registry, registry.defaults()) if m.target != "x"]
     proposer = fed(registry, 0, observations(registry, 0, n=12))
     v = view(registry, untried=untried)
     proposals = proposer.propose(v, 100)
-    assert sorted(key(p.move) for p in proposals) == sorted(key(m) for m in untried)
+    assert {key(p.move) for p in proposals} >= {key(m) for m in untried}
+    assert all(p.move.target != "x" for p in proposals)
     assert_legal(registry, v, proposals)
+
+
+@pytest.mark.xfail(strict=True, reason="forge bug: rank() puts TPE's suggestion first even "
+                   "when it is one of the incumbent's moves that view.untried leaves out")
+def test_a_suggestion_already_tried_against_the_incumbent_is_not_proposed() -> None:
+    # The search leaves out of ``untried`` what it tried against this incumbent (and
+    # every jump when jumps are off). Proposed anyway, the move is journaled "skipped:
+    # already tried" and takes its setting's one place in the step, so the setting's
+    # untried moves wait: a search can end on patience with moves left (see
+    # test_search.py's test_a_step_is_not_spent_on_a_move_tried_before).
+    registry = mixed_registry()
+    proposer = fed(registry, 0, observations(registry, 0, n=12))
+    incumbent = registry.defaults()
+    value = proposer.suggest("x", incumbent)
+    tried = Move(target="x", before=5, after=value)
+    assert tried in candidate_moves(registry, incumbent)
+    v = view(registry, untried=[m for m in candidate_moves(registry, incumbent) if m != tried])
+    assert tried not in [p.move for p in proposer.propose(v, 100)]
+    steps_only = view(registry, untried=neighbourhood(registry, incumbent))
+    assert_legal(registry, steps_only, proposer.propose(steps_only, 100))
 
 
 def test_the_journal_file_is_written_and_opens_as_an_optuna_study(tmp_path: Path) -> None:

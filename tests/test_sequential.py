@@ -1,0 +1,106 @@
+"""Group-sequential boundaries (forge.sequential): the numbers every confirmation's
+looks are tested at, against published tables and a Monte Carlo of the null."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from forge.sequential import DEFAULT_RHO, efficacy_boundaries, nominal_level, power_spending
+
+
+def obrien_fleming_spending(alpha: float) -> Callable[[float], float]:
+    """Lan & DeMets' O'Brien-Fleming-type spending function (one-sided ``alpha``)."""
+    z = float(st.norm.isf(alpha / 2))
+    return lambda t: 0.0 if t <= 0 else float(2 * st.norm.sf(z / math.sqrt(min(1.0, t))))
+
+
+def test_obrien_fleming_type_boundaries_match_the_published_table() -> None:
+    # 4 equally spaced looks, one-sided 0.025 (Jennison & Turnbull 2000, table 7.5;
+    # gsDesign's sfLDOF gives the same).
+    bounds = efficacy_boundaries([0.25, 0.5, 0.75, 1.0], obrien_fleming_spending(0.025))
+    assert bounds == pytest.approx([4.3326, 2.9631, 2.3590, 2.0141], abs=1e-3)
+
+
+def test_one_look_is_the_plain_normal_quantile() -> None:
+    [c] = efficacy_boundaries([1.0], power_spending(0.05, DEFAULT_RHO))
+    assert c == pytest.approx(float(st.norm.isf(0.05)), abs=1e-9)
+    assert nominal_level([1.0], 0.05) == pytest.approx(0.05, abs=1e-9)
+
+
+def _crossing_probability(fractions: list[float], bounds: list[float], n: int,
+                          seed: int) -> float:
+    """P(Z_k >= c_k at some look) for Z the standardized partial sums of a null
+    Brownian motion observed at ``fractions``."""
+    rng = np.random.default_rng(seed)
+    steps = np.diff([0.0, *fractions])
+    increments = rng.standard_normal((n, len(fractions))) * np.sqrt(steps)
+    z = np.cumsum(increments, axis=1) / np.sqrt(fractions)
+    return float(np.mean(np.any(z >= np.asarray(bounds), axis=1)))
+
+
+@pytest.mark.parametrize("fractions", [[0.2, 0.4, 0.6, 0.8, 1.0], [0.15, 0.5, 0.65, 1.0]])
+def test_power_spending_crosses_under_the_null_with_probability_alpha(
+        fractions: list[float]) -> None:
+    # What the confirmation's error guarantee rests on: looking after every chunk at
+    # these boundaries rejects a true null with probability alpha, not more.
+    alpha, n = 0.05, 200_000
+    bounds = efficacy_boundaries(fractions, power_spending(alpha, DEFAULT_RHO))
+    p = _crossing_probability(fractions, bounds, n, seed=14)
+    se = math.sqrt(alpha * (1 - alpha) / n)
+    assert abs(p - alpha) < 3 * se, (p, bounds)
+    # Each look spends what the spending function allots it, not just in total.
+    first = _crossing_probability(fractions[:1], bounds[:1], n, seed=15)
+    assert abs(first - alpha * fractions[0] ** DEFAULT_RHO) < 3 * math.sqrt(
+        alpha * fractions[0] ** 2 / n)
+
+
+def test_repeated_looks_at_a_fixed_level_would_inflate_the_error() -> None:
+    # Why the boundaries exist: the same Monte Carlo at 1.645 every look is far above.
+    fractions = [0.2, 0.4, 0.6, 0.8, 1.0]
+    naive = _crossing_probability(fractions, [float(st.norm.isf(0.05))] * 5, 100_000, seed=3)
+    assert naive > 0.1
+
+
+def test_boundaries_are_deterministic_and_nominal_levels_follow_them() -> None:
+    fractions = [0.2, 0.45, 0.7, 1.0]
+    spend = power_spending(0.05, DEFAULT_RHO)
+    first = efficacy_boundaries(fractions, spend)
+    assert efficacy_boundaries(fractions, spend) == first  # bit for bit: resume replays
+    levels = [nominal_level(fractions[:i + 1], 0.05) for i in range(len(fractions))]
+    assert levels == [pytest.approx(float(st.norm.sf(c)), abs=1e-12) for c in first]
+    assert [nominal_level(fractions[:i + 1], 0.05) for i in range(4)] == levels
+    # Early looks are stricter than the last, and every look is stricter than alpha.
+    assert levels == sorted(levels) and levels[-1] < 0.05
+    # An earlier look changes the later boundary: the looks are not independent.
+    assert nominal_level([0.45, 1.0], 0.05) != nominal_level([0.2, 1.0], 0.05)
+
+
+def test_a_look_with_nothing_to_spend_cannot_pass() -> None:
+    def flat(t: float) -> float:  # spends everything at t = 0.5
+        return 0.05 if t >= 0.5 else 0.0
+
+    bounds = efficacy_boundaries([0.25, 0.5, 0.75], flat)
+    assert bounds[0] == math.inf and math.isfinite(bounds[1]) and bounds[2] == math.inf
+
+
+@pytest.mark.parametrize("fractions", [[0.5, 0.5], [0.6, 0.3], [0.0, 1.0], [0.5, 1.2]])
+def test_fractions_must_increase_strictly_within_the_unit_interval(
+        fractions: list[float]) -> None:
+    with pytest.raises(ValueError, match="fractions"):
+        efficacy_boundaries(fractions, power_spending(0.05, 2.0))
+
+
+def test_power_spending_checks_its_parameters() -> None:
+    spend = power_spending(0.05, 2.0)
+    assert (spend(0.0), spend(0.5), spend(1.0), spend(1.5)) == pytest.approx(
+        (0.0, 0.0125, 0.05, 0.05))
+    with pytest.raises(ValueError, match="alpha"):
+        power_spending(1.0, 2.0)
+    with pytest.raises(ValueError, match="rho"):
+        power_spending(0.05, 0.0)
+    assert efficacy_boundaries([], spend) == []
