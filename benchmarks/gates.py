@@ -4,7 +4,7 @@
                                             # benchmarks/results/gates.json and gates.md
     python benchmarks/gates.py --quick      # 20 seeds, prints the table only
     python benchmarks/gates.py --seeds 50 --workers 2 --keep-journals /tmp/gj
-    python benchmarks/gates.py --methods forge-noblocks,forge-lean --tag variants
+    python benchmarks/gates.py --methods forge,forge-chunks6 --tag variants
     python benchmarks/gates.py --rerender benchmarks/results/gates.json   # table only
 
 Two benches (``benchmarks/benches/``), 100 dev / 100 val / 100 test tasks, k 5,
@@ -17,22 +17,25 @@ patience 5, a 20000-rollout budget, no task floors:
 - ``effect``: the same plus ``boost`` (bool, default false), which adds +0.10 to
   every task's success probability. Power = the final config has boost=true.
 
-Three methods, each on the same benches and seeds:
+Methods, each on the same benches and seeds:
 
-- ``forge``: ``launch_search`` with its defaults (proposer auto, racing on: four
-  chunks with futility stopping at 0.8, up to two blocks of attempts for close calls).
-- ``forge-noracing``: the same search built through ``forge.search.Search`` with
-  ``chunks=1, max_blocks=1`` (every candidate screened on all dev tasks with k
-  attempts; futility is only checked between chunks, so it never triggers). The
-  test split is not run (it decides nothing).
-- ``forge-noblocks`` / ``forge-lean`` (only with ``--methods``): racing with
-  futility stops but no extra blocks (``max_blocks=1``), and the same with
-  ``futility_level=0.5``; candidate fixes for racing's cost (results/gates-variants.md).
+- ``forge``: ``launch_search`` with its defaults (proposer auto; the dev and val splits
+  cut into 5 chunks: screening races over the dev chunks, each confirmation look is a
+  chunk; jumps on).
+- ``forge-chunks4`` / ``forge-chunks6``: the same search built through
+  ``forge.search.Search`` with ``chunks=4`` / ``6`` (coarser or finer races and
+  looks). The test split is not run by these variants (it decides nothing).
+- ``forge-nojumps``: ``jumps=False``: only ``±step`` moves are offered (a proposer's
+  off-grid suggestion may still be one).
+- ``forge-noracing``: ``chunks=1``: one chunk is the whole split, so a candidate is
+  screened on all dev tasks at once (no early futility or pass) and each confirmation
+  is one look at all its dev tasks on fresh attempts and one at all val tasks (a
+  fixed-sample test, not a sequential one). What the chunks buy.
 - ``naive``: the rule forge replaces (SelfForge), implemented here. Each step the
-  same proposer (auto) offers up to four untried neighbours; each is evaluated once
-  on dev with k attempts per task on the same seeds as forge's screening; it
-  qualifies if its dev mean exceeds the incumbent's by more than 1e-9 and its val
-  mean (k attempts, the same val seeds) is not below the incumbent's; the
+  same proposer (auto) ranks the untried ``±step`` neighbours and the first four are
+  evaluated once on dev with k attempts per task on the same seeds as forge's
+  screening; one qualifies if its dev mean exceeds the incumbent's by more than 1e-9
+  and its val mean (k attempts, the same val seeds) is not below the incumbent's; the
   qualifying candidate with the highest dev mean is promoted. Same max_steps,
   patience, budget and local-optimum stop as forge.
 
@@ -40,8 +43,13 @@ Reported per method and bench: the fraction of searches promoting anything on
 ``noeffect`` (false-promotion rate, target <= 5%) with a 95% Wilson interval; on
 ``effect`` the fraction whose final config has boost=true (power, target >= 80%)
 and the fraction promoting any neutral move; rollouts per search (up to the stop
-record, so the final test evaluation is left out) and per candidate decision
-(forge: candidate records' ``rollouts`` field; naive: attempts run for the candidate).
+record, so the final test evaluation is left out); rollouts per decision as the issue
+counts it (the mean of candidate records' ``rollouts``: a screening refusal is a
+decision too; naive: attempts run for the candidate) and per confirmation (every
+candidate's rollouts over the number of confirmations: the price of one gate decision
+with the screening that selected it), which a search of many cheap screening
+refusals does not flatter; on ``effect``, the rollouts of the record that promoted
+boost (the price of one proven promotion, screening included).
 """
 
 from __future__ import annotations
@@ -66,15 +74,16 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHES = {"noeffect": HERE / "benches" / "noeffect", "effect": HERE / "benches" / "effect"}
-METHODS = ("forge", "forge-noracing", "naive")
-# Screening variants of forge, built through forge.search.Search: SearchOptions fields
-# changed from launch_search's defaults (chunks 4, max_blocks 2, futility_level 0.5).
+# Variants of forge, built through forge.search.Search: SearchOptions fields changed
+# from launch_search's defaults (chunks 5, jumps on).
 VARIANTS: dict[str, dict[str, Any]] = {
-    "forge-noracing": {"chunks": 1, "max_blocks": 1},  # every candidate on all dev tasks
-    "forge-noblocks": {"max_blocks": 1},  # futility stops, no extra blocks
-    "forge-lean": {"max_blocks": 1, "futility_level": 0.5},  # and a stricter futility
+    "forge-chunks4": {"chunks": 4},
+    "forge-chunks6": {"chunks": 6},
+    "forge-nojumps": {"jumps": False},
+    "forge-noracing": {"chunks": 1},  # one chunk: the whole split, one look
 }
 ALL_METHODS = ("forge", *VARIANTS, "naive")
+METHODS = ALL_METHODS
 TARGET = "boost"
 IMPROVED = 1e-9  # the naive rule's "improved"
 
@@ -82,43 +91,52 @@ IMPROVED = 1e-9  # the naive rule's "improved"
 # -- one search per method ------------------------------------------------------------------
 
 
+def _screen(r: dict[str, Any]) -> dict[str, Any]:
+    screen: dict[str, Any] = (r.get("dev") or {}).get("screen") or {}
+    return screen
+
+
+def _passed(r: dict[str, Any], gate: str) -> bool:
+    return any(g["name"] == gate and g["passed"] for g in r.get("gates", []))
+
+
 def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    start = next(r for r in records if r.get("kind") == "start")
     stop = next(r for r in records if r.get("kind") == "stop")
-    candidates = [r for r in records if r.get("kind") == "candidate" and "rollouts" in r]
-    confirmed = [r for r in candidates if "confirm" in (r.get("dev") or {})]
-    screen_status = Counter((r.get("dev") or {}).get("screen", {}).get("status", "none")
-                            for r in candidates)
+    candidates = [r for r in records if r.get("kind") == "candidate"
+                  and r.get("rollouts") is not None]
+    confirmed = [r for r in candidates if (r.get("dev") or {}).get("confirm")]
     detail = []
     for r in confirmed:
         conf = r["dev"]["confirm"]
-        scr = r["dev"]["screen"]
+        scr = _screen(r)
         detail.append({
             "step": r["step"], "target": r["move"]["target"], "after": r["move"]["after"],
             "verdict": r["verdict"], "screen_p": scr.get("p_value"),
             "screen_effect": scr.get("effect"), "confirm_p": conf.get("p_value"),
             "confirm_effect": conf.get("effect"), "level": conf.get("level"),
-            "index": conf.get("index"),
+            "nominal": conf.get("nominal"), "index": conf.get("index"),
+            "looks": r.get("looks"), "rollouts": r["rollouts"],
             "val_low": (r.get("val") or {}).get("ci_low"),
             "failed": [g["name"] for g in r.get("gates", []) if not g["passed"]]})
     boost_records = [{"step": r["step"], "before": r["move"]["before"],
                       "after": r["move"]["after"], "verdict": r["verdict"],
-                      "screen": (r.get("dev") or {}).get("screen", {}).get("status"),
-                      "screen_p": (r.get("dev") or {}).get("screen", {}).get("p_value"),
+                      "screen": _screen(r).get("status"), "screen_p": _screen(r).get("p_value"),
+                      "rollouts": r["rollouts"],
                       "why": r.get("why") or "; ".join(
                           g["reason"] for g in r.get("gates", []) if not g["passed"])}
                      for r in candidates if r["move"]["target"] == TARGET]
     promoted_at = [p["step"] for p in outcome.promotions]
     trace = [{"segment": sum(1 for st in promoted_at if st < r["step"]),
               "target": r["move"]["target"], "after": r["move"]["after"],
-              "verdict": r["verdict"],
-              "status": (r.get("dev") or {}).get("screen", {}).get("status"),
-              "screen_effect": (r.get("dev") or {}).get("screen", {}).get("effect"),
-              "blocks": r.get("blocks"), "rollouts": r["rollouts"],
-              "saved": r.get("saved_by_racing", 0),
-              "val_ran": r.get("val") is not None,
-              "val_passed": any(g["name"] == "val" and g["passed"] for g in r.get("gates", [])),
-              "dev_passed": any(g["name"] == "dev" and g["passed"] for g in r.get("gates", []))}
+              "kind": r.get("move_kind"), "verdict": r["verdict"],
+              "status": _screen(r).get("status"), "screen_effect": _screen(r).get("effect"),
+              "rollouts": r["rollouts"], "screening": r.get("screening_rollouts"),
+              "looks": r.get("looks"), "confirmed": bool((r.get("dev") or {}).get("confirm")),
+              "val_ran": r.get("val") is not None, "val_passed": _passed(r, "val"),
+              "dev_passed": _passed(r, "dev")}
              for r in candidates]
+    spent = sum(r["rollouts"] for r in candidates)
     return {
         "promotions": outcome.promotions, "final_config": outcome.final_config,
         "stop_reason": outcome.stop_reason, "steps": outcome.steps,
@@ -126,11 +144,14 @@ def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, A
         "test_delta": outcome.test.get("delta") if outcome.test else None,
         "candidates": trace,
         "rollouts_search": stop["rollouts_total"],
-        "decisions": len(candidates),
-        "decision_rollouts": sum(r["rollouts"] for r in candidates),
-        "saved_by_racing": sum(r.get("saved_by_racing", 0) for r in candidates),
-        "screen_status": dict(screen_status), "confirmations": detail,
-        "boost_records": boost_records,
+        "rollouts_start": start["rollouts_total"],
+        # Every rollout belongs to a record (issue 14, item 5): the start's first chunk
+        # to the start record, the rest to the candidate that asked for it.
+        "rollouts_unattributed": stop["rollouts_total"] - start["rollouts_total"] - spent,
+        "decisions": len(candidates), "decision_rollouts": spent,
+        "confirmations": len(confirmed),
+        "screen_status": dict(Counter(_screen(r).get("status", "none") for r in candidates)),
+        "confirmation_detail": detail, "boost_records": boost_records,
     }
 
 
@@ -257,15 +278,15 @@ def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
         view = SearchView(registry=registry, incumbent=incumbent, untried=untried,
                           history=list(history), dev_attempts=[], step=step,
                           rng=rng("propose", step))
-        proposals = proposer.propose(view, 4)
+        # The proposer ranks every untried move and may add jumps, which this rule
+        # does not take: the first four neighbours it ranks are evaluated.
+        proposals = [p for p in proposer.propose(view, len(untried)) if p.move in untried]
         if not proposals:
             rest = untried[:]
             rng("fallback", step).shuffle(rest)
             proposals = [Proposal(move=m, proposer="sweep", reason="fallback") for m in rest]
         best: tuple[float, float, Any, Any] | None = None
         for proposal in proposals[:4]:
-            if proposal.move not in untried:
-                continue
             if budget is not None and used >= budget:
                 break
             candidate = apply_move(registry, incumbent, proposal.move)
@@ -292,9 +313,9 @@ def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
             "wall_s": time.perf_counter() - t0, "promotions": promotions,
             "final_config": incumbent.values, "stop_reason": stop, "steps": step,
             "rollouts_search": used, "decisions": decisions,
-            "decision_rollouts": decision_rollouts, "saved_by_racing": 0,
-            "screen_status": {}, "confirmations": [], "boost_records": [], "candidates": [],
-            "dev_delta": None, "val_delta": None, "test_delta": None}
+            "decision_rollouts": decision_rollouts, "confirmations": None,
+            "screen_status": {}, "confirmation_detail": [], "boost_records": [],
+            "candidates": [], "dev_delta": None, "val_delta": None, "test_delta": None}
 
 
 def _job(args: tuple[str, str, int, str | None]) -> dict[str, Any]:
@@ -335,14 +356,14 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if not rs:
                 continue
             decisions = sum(r["decisions"] for r in rs)
+            spent = sum(r["decision_rollouts"] for r in rs)
             row: dict[str, Any] = {
                 "searches": len(rs),
                 "promoted_any": _rate(rs, lambda r: bool(r["promotions"])),
                 "rollouts_per_search": statistics.fmean(r["rollouts_search"] for r in rs),
                 "rollouts_per_search_sd": statistics.pstdev(r["rollouts_search"] for r in rs),
                 "decisions_per_search": decisions / len(rs),
-                "rollouts_per_decision": (sum(r["decision_rollouts"] for r in rs) / decisions
-                                          if decisions else None),
+                "rollouts_per_decision": spent / decisions if decisions else None,
                 "promotions_per_search": statistics.fmean(len(r["promotions"]) for r in rs),
                 "steps_per_search": statistics.fmean(r["steps"] for r in rs),
                 "stop_reasons": dict(Counter(r["stop_reason"] for r in rs)),
@@ -353,12 +374,18 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 row["neutral_promoted"] = _rate(
                     rs, lambda r: any(p["target"] != TARGET for p in r["promotions"]))
             if method != "naive":
-                confs = [c for r in rs for c in r["confirmations"]]
-                row["confirmations_per_search"] = len(confs) / len(rs)
+                confirmations = sum(r["confirmations"] for r in rs)
+                row["confirmations_per_search"] = confirmations / len(rs)
+                row["rollouts_per_confirmation"] = (spent / confirmations if confirmations
+                                                    else None)
                 row["screen_status"] = dict(sum((Counter(r["screen_status"]) for r in rs),
                                                 Counter()))
-                row["saved_by_racing_per_search"] = statistics.fmean(
-                    r["saved_by_racing"] for r in rs)
+                row["rollouts_unattributed"] = sum(r["rollouts_unattributed"] for r in rs)
+                row["rollouts_start_per_search"] = statistics.fmean(
+                    r["rollouts_start"] for r in rs)
+                boost = [b["rollouts"] for r in rs for b in r["boost_records"]
+                         if b["verdict"] == "promoted"]
+                row["rollouts_per_boost_promotion"] = _mean(boost)
             out[f"{method}/{bench}"] = row
     return out
 
@@ -377,10 +404,7 @@ def diagnostics(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             cands = [c for r in rs for c in r["candidates"]]
             neutral = [c for c in cands if c["target"] != TARGET]
-            # Screened on every dev task (not stopped for futility, which ends on a low mean).
-            full = [c for c in neutral if c["status"] in ("pass", "fail")]
-            first = [c for c in full if c["segment"] == 0]
-            later = [c for c in full if c["segment"] >= 1]
+            confirmed = [c for c in cands if c["confirmed"]]
             boost_up = [c for c in cands if c["target"] == TARGET and c["after"] is True
                         and c["screen_effect"] is not None]
             to_val = [c for c in neutral if c["val_ran"]]
@@ -389,27 +413,32 @@ def diagnostics(runs: list[dict[str, Any]]) -> dict[str, Any]:
                    and len(r["promotions"]) == 1]
             out[f"{method}/{bench}"] = {
                 "candidates": len(cands),
+                "jumps": sum(c["kind"] == "jump" for c in cands),
+                "status": dict(Counter(c["status"] for c in cands)),
                 "screen_pass_rate_neutral": (sum(c["status"] == "pass" for c in neutral)
                                              / len(neutral) if neutral else None),
-                "futile_stops": sum(c["status"] == "futile" for c in cands),
-                "extra_blocks": sum((c["blocks"] or 1) > 1 for c in cands),
-                "saved_by_racing": sum(c["saved"] for c in cands),
+                "screening_rollouts_per_candidate": _mean(
+                    [c["screening"] if c["screening"] is not None else c["rollouts"]
+                     for c in cands]),
+                "confirmations": len(confirmed),
+                "looks_per_confirmation": _mean([c["looks"] for c in confirmed
+                                                 if c["looks"] is not None]),
+                "confirmation_rollouts": _mean([c["rollouts"] - (c["screening"] or 0)
+                                                for c in confirmed]),
                 "neutral_reaching_val": len(to_val),
                 "neutral_val_pass_rate": (sum(c["val_passed"] for c in to_val) / len(to_val)
                                           if to_val else None),
                 "boost_val_pass_rate": (sum(c["val_passed"] for c in boost_val) / len(boost_val)
                                         if boost_val else None),
-                "neutral_screen_effect_before_first_promotion": _mean(
-                    [c["screen_effect"] for c in first]),
-                "neutral_screen_effect_after_a_promotion": _mean(
-                    [c["screen_effect"] for c in later]),
-                "neutral_screened_after_a_promotion": len(later),
                 "boost_screen_effect_mean": _mean([c["screen_effect"] for c in boost_up]),
                 "boost_only_runs": len(won),
-                "boost_only_reported_dev_delta": _mean([r["dev_delta"] for r in won]),
-                "boost_only_val_delta": _mean([r["val_delta"] for r in won]),
+                "boost_only_reported_dev_delta": _mean([r["dev_delta"] for r in won
+                                                        if r["dev_delta"] is not None]),
+                "boost_only_val_delta": _mean([r["val_delta"] for r in won
+                                               if r["val_delta"] is not None]),
                 "boost_only_test_delta": _mean([r["test_delta"] for r in won
                                                 if r["test_delta"] is not None]),
+                "rollouts_unattributed": sum(r["rollouts_unattributed"] for r in rs),
             }
     return out
 
@@ -418,24 +447,25 @@ def diagnostics_text(diag: dict[str, Any]) -> str:
     def f(x: Any, fmt: str = "+.3f") -> str:
         return "—" if x is None else format(x, fmt)
 
-    lines = ["| forge run / bench | candidates | neutral screen pass | futile stops | "
-             "extra blocks | saved by racing | neutral → val gate (passed) | boost val pass | "
-             "neutral screen effect (full screens), before / after a promotion | "
-             "boost screen effect | "
-             "boost-only runs: dev / val / test Δ |",
+    lines = ["| forge run / bench | candidates (jumps) | screen statuses | neutral screen pass | "
+             "screening rollouts / candidate | confirmations: looks, rollouts each | "
+             "neutral → val gate (passed) | boost val pass | boost screen effect | "
+             "boost-only runs: dev / val / test Δ | rollouts in no record |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, d in diag.items():
         nv = d["neutral_val_pass_rate"]
+        status = ", ".join(f"{k} {v}" for k, v in sorted(d["status"].items(), key=str))
         lines.append(
-            f"| {key} | {d['candidates']} | {f(d['screen_pass_rate_neutral'], '.1%')} | "
-            f"{d['futile_stops']} | {d['extra_blocks']} | {d['saved_by_racing']:,} | "
+            f"| {key} | {d['candidates']} ({d['jumps']}) | {status} | "
+            f"{f(d['screen_pass_rate_neutral'], '.1%')} | "
+            f"{f(d['screening_rollouts_per_candidate'], ',.0f')} | "
+            f"{d['confirmations']}: {f(d['looks_per_confirmation'], '.1f')}, "
+            f"{f(d['confirmation_rollouts'], ',.0f')} | "
             f"{d['neutral_reaching_val']} ({f(nv, '.0%')}) | {f(d['boost_val_pass_rate'], '.0%')}"
-            f" | {f(d['neutral_screen_effect_before_first_promotion'])} / "
-            f"{f(d['neutral_screen_effect_after_a_promotion'])} "
-            f"(n={d['neutral_screened_after_a_promotion']}) | "
-            f"{f(d['boost_screen_effect_mean'])} | "
+            f" | {f(d['boost_screen_effect_mean'])} | "
             f"{f(d['boost_only_reported_dev_delta'])} / {f(d['boost_only_val_delta'])} / "
-            f"{f(d['boost_only_test_delta'])} (n={d['boost_only_runs']}) |")
+            f"{f(d['boost_only_test_delta'])} (n={d['boost_only_runs']}) | "
+            f"{d['rollouts_unattributed']:,} |")
     return "\n".join(lines)
 
 
@@ -446,26 +476,34 @@ def _pct(rate: dict[str, Any] | None) -> str:
     return f"{100 * rate['rate']:.1f}% ({rate['hits']}/{rate['n']}; {100 * lo:.1f}–{100 * hi:.1f})"
 
 
+# The issue's baseline (the search before issue 14, results/gates.md of 2026-11-30):
+# rollouts per decision on noeffect / effect, and the target: a 30% cut.
+BASELINE_PER_DECISION = {"noeffect": 364, "effect": 401}
+TARGET_CUT = 0.30
+
+
 def table(agg: dict[str, Any]) -> str:
+    def num(row: dict[str, Any] | None, key: str) -> str:
+        return "—" if row is None or row.get(key) is None else f"{row[key]:,.0f}"
+
     lines = [
         "| method | false promotions on noeffect (≤ 5%) | power on effect: final boost=true "
-        "(≥ 80%) | effect: any neutral move promoted | rollouts / search noeffect | "
-        "rollouts / search effect | rollouts / decision noeffect | rollouts / decision effect |",
+        "(≥ 80%) | effect: any neutral move promoted | rollouts / search noeffect / effect | "
+        "rollouts / decision noeffect / effect (≤ 255 / 281) | "
+        "rollouts / confirmation noeffect / effect | rollouts / boost promotion |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for method in ALL_METHODS:
         n, e = agg.get(f"{method}/noeffect"), agg.get(f"{method}/effect")
         if n is None and e is None:
             continue
-
-        def num(row: dict[str, Any] | None, key: str) -> str:
-            return "—" if row is None or row.get(key) is None else f"{row[key]:,.0f}"
-
         lines.append(
             f"| {method} | {_pct(n['promoted_any']) if n else '—'} | "
             f"{_pct(e['power']) if e else '—'} | {_pct(e['neutral_promoted']) if e else '—'} | "
-            f"{num(n, 'rollouts_per_search')} | {num(e, 'rollouts_per_search')} | "
-            f"{num(n, 'rollouts_per_decision')} | {num(e, 'rollouts_per_decision')} |")
+            f"{num(n, 'rollouts_per_search')} / {num(e, 'rollouts_per_search')} | "
+            f"{num(n, 'rollouts_per_decision')} / {num(e, 'rollouts_per_decision')} | "
+            f"{num(n, 'rollouts_per_confirmation')} / {num(e, 'rollouts_per_confirmation')} | "
+            f"{num(e, 'rollouts_per_boost_promotion')} |")
     lines += ["", "| method / bench | decisions / search | steps / search | promotions / search "
               "| confirmations / search | stop reasons | s / search |",
               "|---|---|---|---|---|---|---|"]
@@ -479,6 +517,26 @@ def table(agg: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def verdict(agg: dict[str, Any]) -> str:
+    """The issue's gate targets for forge with its defaults, one line each."""
+    n, e = agg.get("forge/noeffect"), agg.get("forge/effect")
+    if n is None or e is None:
+        return ""
+    lines = []
+    fp, power = n["promoted_any"], e["power"]
+    lines.append(f"false promotions {100 * fp['rate']:.1f}% (target ≤ 5%: "
+                 f"{'met' if fp['rate'] <= 0.05 else 'missed'}); power {100 * power['rate']:.1f}% "
+                 f"(target ≥ 80%: {'met' if power['rate'] >= 0.8 else 'missed'})")
+    for bench, row in (("noeffect", n), ("effect", e)):
+        base = BASELINE_PER_DECISION[bench]
+        per = row["rollouts_per_decision"]
+        target = base * (1 - TARGET_CUT)
+        lines.append(f"rollouts per decision on {bench}: {per:,.0f} vs {base} before "
+                     f"({100 * (per / base - 1):+.0f}%; target ≤ {target:.0f}: "
+                     f"{'met' if per <= target else 'missed'})")
+    return "\n".join(lines)
+
+
 def _g(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
 
@@ -488,15 +546,17 @@ def details(runs: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for method in ALL_METHODS[:-1]:
         false = [(r["seed"], r["bench"], c) for r in runs if r["method"] == method
-                 for c in r["confirmations"]
+                 for c in r["confirmation_detail"]
                  if c["verdict"] == "promoted" and c["target"] != TARGET]
         if false:
             lines.append(f"{method}: neutral promotions (seed, bench, move, screen p, "
-                         "confirm p < level [index], val lower bound):")
+                         "confirm p [nominal at the last look] / level [index], looks, "
+                         "val lower bound):")
             for seed, bench, c in false:
                 lines.append(f"  s{seed} {bench} step {c['step']} {c['target']}->{c['after']}: "
-                             f"screen p={c['screen_p']:.3g}, confirm p={c['confirm_p']:.3g} < "
-                             f"{c['level']:.3g} [{c['index']}], val low={c['val_low']:+.3f}")
+                             f"screen p={_g(c['screen_p'])}, confirm p={_g(c['confirm_p'])} "
+                             f"[{_g(c['nominal'])}] / {_g(c['level'])} [{c['index']}], "
+                             f"{c['looks']} looks, val low={_g(c['val_low'])}")
         misses = [r for r in runs if r["method"] == method and r["bench"] == "effect"
                   and r["final_config"].get(TARGET) is not True]
         if misses:
@@ -566,6 +626,8 @@ def main() -> None:
     text = table(agg)
     print(text)
     print()
+    print(verdict(agg))
+    print()
     print(diagnostics_text(diagnostics(runs)))
     extra = details(runs)
     if extra:
@@ -582,7 +644,7 @@ def main() -> None:
 
 SETTINGS = {"tasks": {"dev": 100, "val": 100, "test": 100}, "k": 5, "alpha": 0.05,
             "min_effect": 0.0, "val_margin": 0.02, "max_steps": 30, "patience": 5,
-            "budget_rollouts": 20000, "candidates_per_step": 4,
+            "budget_rollouts": 20000, "candidates_per_step": 4, "chunks": 5,
             "effect": "+0.10 success probability from boost=true"}
 
 
@@ -605,10 +667,23 @@ def write(out: Path, stem: str, meta: dict[str, Any], runs: list[dict[str, Any]]
         f"seeds per bench and method · {meta['workers']} workers · {meta['wall_s']:.0f} s\n\n"
         f"`{meta['command']}`\n\n"
         "Rates are fractions of searches with 95% Wilson intervals. Rollouts per search "
-        "count every attempt up to the stop record (start config on dev and val included, "
-        "final test evaluation left out); per decision, the attempts charged to one "
-        "candidate (screening, confirmation and val for forge; dev and val for naive).\n\n"
-        f"{table(agg)}\n\n## Diagnostics (forge runs)\n\n{diagnostics_text(diag)}\n"
+        "count every attempt up to the stop record (start config included, final test "
+        "evaluation left out). Per decision (the issue's measure): the mean of the "
+        "candidate records' `rollouts` (screening, confirmation and val for forge, a "
+        "screening refusal being a decision too; dev and val for naive); the target is a "
+        "30% cut from the 364 / 401 of the search before issue 14. Per confirmation: "
+        "every candidate's rollouts over the number of confirmations (what one gate "
+        "decision costs with the screening that selected it: cheap screening refusals do "
+        "not dilute it). Per boost promotion: the rollouts of the record that promoted "
+        "boost on effect (its screening and confirmation).\n\n"
+        f"{table(agg)}\n\n```\n{verdict(agg)}\n```\n\n"
+        "## Diagnostics (forge runs)\n\n"
+        "Screen statuses per candidate record (pass: went on to a confirmation; futile / "
+        "weak: the race stopped it; aux: its screening put a tolerance out of reach; held: "
+        "the memory held it back; none: skipped before screening). Rollouts in no record: "
+        "the stop record's total minus the start record's and every candidate's (0 when "
+        "every rollout belongs to a journaled record).\n\n"
+        f"{diagnostics_text(diag)}\n"
         + (f"\n```\n{extra}\n```\n" if extra else ""))
     print(f"wrote {(out / stem).relative_to(HERE.parent)}.json and .md")
 
@@ -622,6 +697,7 @@ def rerender(path: Path) -> None:
                                  "wall_s")}
     has_trace = all("candidates" in r for r in runs)
     write(path.parent, path.stem, meta, runs, None if has_trace else data["diagnostics"])
+
 
 if __name__ == "__main__":
     main()

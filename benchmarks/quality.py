@@ -1,7 +1,8 @@
 """Search-quality contest (issue #9): which config does each method choose, and how good is it
 really?
 
-    python benchmarks/quality.py --all                 # the whole table: results/quality.md
+    python benchmarks/quality.py --all --workers 2     # the whole table: results/quality.md
+    python benchmarks/quality.py --quick               # closedform only, in minutes
     python benchmarks/quality.py --bench walksat --budgets 2000 --seeds 10 --resume
     python benchmarks/quality.py --rerender benchmarks/results/quality-triage.json
 
@@ -16,33 +17,55 @@ Methods, all from the bench's start config (bench.yaml ``defaults``), with the b
   seed=seed)``, costing K x n_dev rollouts; trials while the next one fits in B; the
   chosen config is the trial with the best dev mean (first on ties), as a user would.
   The first trial is the start config (enqueued), so "best by dev" can fall back to it.
-- ``random``: the same with ``RandomSampler(seed)``.
-- ``tpe-tol`` / ``random-tol``: the same trials, but the chosen config is the best dev mean
-  among trials whose dev auxiliary metrics stay within the bench's tolerances of the start
-  config's trial (point estimates, as a careful user would check). No extra rollouts.
+- ``tpe-con``: the rival a careful user would pick: the same TPE with the tolerances
+  as constraints. Each trial's dev auxiliary metrics are set on it before ``tell``
+  (``trial.set_constraint(metric, regression - allowance)``, <= 0 feasible; a relative
+  allowance is a fraction of the start trial's mean; Optuna 5's TPE reads them, its
+  ``constraints_func`` being deprecated), and the chosen config is the best dev mean
+  among the feasible trials (the start, trial 0, always is).
+- ``random``: the same as ``tpe`` with ``RandomSampler(seed)``.
+- ``tpe-tol`` / ``random-tol``: the trials of ``tpe`` / ``random`` (sampled without
+  constraints), but the chosen config is the best dev mean among trials whose dev
+  auxiliary metrics stay within the bench's tolerances of the start config's trial
+  (point estimates, as a careful user would check). No extra rollouts.
 - ``naive``: the SelfForge rule as in benchmarks/gates.py, on the public API: each step
-  the auto proposer offers up to 4 untried neighbours; each is evaluated on dev (K, same
-  seeds); it qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's; the
-  best qualifier is promoted. Same max_steps, patience, budget B, local-optimum stop.
+  the auto proposer ranks the untried ``±step`` neighbours (forge.moves.neighbourhood;
+  the proposer's jumps are dropped) and the first 4 are evaluated on dev (K, same
+  seeds); one qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's;
+  the best qualifier is promoted. Same max_steps, patience, budget B, local-optimum stop.
 
 TPE and random are run once per seed up to the largest budget; a smaller budget's
 result is the prefix of trials that fits in it (the samplers do not know the budget,
 so this is the same as a separate run).
 
-Each chosen config is scored by ``quality_truth.truth`` (large K, separate seed, cached).
-Reported per bench, budget and method over the seeds: true test score mean ± sd,
-regret to the best config known (max of the oracle hill-climb and every config whose
-truth was computed), P(true test < start's true test - EPS_WORSE), P(any declared
-auxiliary metric beyond its allowance vs the start config, in truth on test),
-rollouts spent (search only; forge's final test evaluation excluded).
+Benches (``quality_truth.BENCHES``): triage and walksat (benches/), and closedform
+(benchmarks/benches/closedform: success probabilities in closed form, so truth is exact
+and free; its registry grid is enumerated for the true optimum).
+
+Each chosen config is scored by ``quality_truth.truth`` (large K, separate seed, cached;
+exact on closedform). Reported per bench, budget and method over the seeds: true test
+score mean ± sd, regret to the best config known (the exact grid optimum on closedform;
+elsewhere the max of the oracle hill-climb and every config whose truth was computed),
+P(true test < start's true test - EPS_WORSE), P(any declared auxiliary metric beyond its
+allowance vs the start config, in truth on test), rollouts spent (search only; forge's
+final test evaluation excluded); then a verdict line per budget: forge-auto against
+tpe-con on mean true test, and forge-auto's P(violates) and P(worse) against 5%.
+
+Every finished search is logged to ``cache/runs-<bench>.jsonl`` under a key that holds
+its code version (:func:`code_version`): forge's search modules for forge-* and naive,
+the bench digest for the black-box samplers. ``--resume`` (and ``--all``, ``--quick``)
+reuse only entries of the current version, so runs of an earlier search are never
+mixed in; the truth cache depends on the bench digest only and stays valid.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import logging
+import math
 import multiprocessing as mp
 import statistics
 import sys
@@ -58,11 +81,24 @@ sys.path.insert(0, str(HERE))
 import quality_truth as qt  # noqa: E402
 from gates import machine, wilson  # noqa: E402
 
-METHODS = ("forge-auto", "forge-sweep", "tpe", "tpe-tol", "random", "random-tol", "naive")
-# The budgets of the one-command run (``--all``).
-BUDGETS = {"triage": [2000, 5000, 20000], "walksat": [2000, 5000, 20000]}
+METHODS = ("forge-auto", "forge-sweep", "tpe", "tpe-con", "tpe-tol", "random", "random-tol",
+           "naive")
+SEARCHES = ("forge-auto", "forge-sweep", "naive")  # one search per budget
+SAMPLERS = ("tpe", "tpe-con", "random")  # one run per seed up to the largest budget
+# The budgets of the one-command run (``--all``), in the order it runs the benches:
+# cheapest first, so that an interrupted run has the most benches finished.
+BUDGETS = {"closedform": [2000, 5000, 20000], "triage": [2000, 5000, 20000],
+           "walksat": [2000, 5000, 20000]}
 EPS_WORSE = 0.005
 IMPROVED = 1e-9
+TARGET_P = 0.05  # the issue's bound on P(violates) and P(worse than start)
+# forge's modules whose code decides a search's (or naive's) result; a change to any of
+# them makes earlier logged runs stale.
+SEARCH_CODE = ("search.py", "confirm.py", "screening.py", "racing.py", "sequential.py",
+               "memory.py", "moves.py", "gates.py", "proposers")
+# Bumped when run_blackbox changes what it computes; with the bench digest, the version
+# of a sampler's logged runs.
+BLACKBOX_VERSION = 1
 
 
 def _quiet() -> None:
@@ -72,6 +108,23 @@ def _quiet() -> None:
         optuna.logging.set_verbosity(optuna.logging.ERROR)
     except ImportError:
         pass
+
+
+def code_version(method: str, name: str) -> str:
+    """The version a logged run of ``method`` on bench ``name`` is valid for: the journal
+    format and a hash of forge's search code (forge-*, naive), or the bench digest
+    (the samplers, whose runs depend on forge's evaluation of a config only)."""
+    if method in SAMPLERS:
+        return f"bench-{qt.bench_of(name).digest[:16]}-bb{BLACKBOX_VERSION}"
+    import forge
+    from forge.records import JOURNAL_FORMAT_VERSION
+    root = Path(forge.__file__).resolve().parent
+    h = hashlib.sha256()
+    for rel in SEARCH_CODE:
+        path = root / rel
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return f"journal{JOURNAL_FORMAT_VERSION}-search-{h.hexdigest()[:12]}"
 
 
 # -- methods -----------------------------------------------------------------------------------
@@ -113,7 +166,24 @@ def _suggest(trial: Any, registry: Any) -> dict[str, Any]:
     return values
 
 
+def constraints(name: str, start: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
+    """Per declared auxiliary metric, ``cand``'s regression against ``start`` minus the
+    allowance (<= 0: within the tolerance; a relative allowance is a fraction of the
+    start's mean). The same rule as ``quality_truth.violations``."""
+    bench = qt.bench_of(name)
+    out: dict[str, float] = {}
+    for metric, spec in bench.spec.metrics.items():
+        a, b = start.get(metric), cand.get(metric)
+        if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+            continue
+        sign = 1.0 if spec.direction == "lower" else -1.0
+        allowed = spec.max_increase * abs(a) if spec.relative else spec.max_increase
+        out[metric] = sign * (b - a) - allowed
+    return out
+
+
 def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) -> list[dict]:
+    """``tpe``/``random`` (rows for the sampler and its ``-tol`` choice) or ``tpe-con``."""
     import optuna
 
     from forge.evaluate import evaluate
@@ -121,13 +191,16 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
     bench = qt.bench_of(name)
     k = bench.spec.rollouts.k
     cost = k * len(bench.tasks("dev"))
-    sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"
-               else optuna.samplers.RandomSampler(seed=seed))
+    sampler = (optuna.samplers.RandomSampler(seed=seed) if sampler_name == "random"
+               else optuna.samplers.TPESampler(seed=seed))
+    constrained = sampler_name == "tpe-con"
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial(dict(bench.defaults.values))
     cache: dict[str, Any] = {}
-    # (cumulative rollouts, dev mean, dev aux metrics, cfg); trial 0 is the start config.
-    trials: list[tuple[int, float, dict[str, float], dict[str, Any]]] = []
+    # (cumulative rollouts, dev mean, dev aux metrics, cfg, feasible); trial 0 is the
+    # start config.
+    trials: list[tuple[int, float, dict[str, float], dict[str, Any], bool]] = []
+    start_metrics: dict[str, float] | None = None
     used = 0
     while used + cost <= max(budgets):
         trial = study.ask()
@@ -137,18 +210,31 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
             cache[cfg.fingerprint] = evaluate(bench, cfg, split="dev", k=k, seed=seed)
         res = cache[cfg.fingerprint]
         used += cost
+        metrics = dict(res.metrics)
+        if start_metrics is None:
+            start_metrics = metrics
+        feasible = True
+        if constrained:
+            for metric, value in constraints(name, start_metrics, metrics).items():
+                trial.set_constraint(metric, value)
+                feasible = feasible and value <= 0
         study.tell(trial, res.mean_score)
-        trials.append((used, res.mean_score, dict(res.metrics), cfg.values))
+        trials.append((used, res.mean_score, metrics, cfg.values, feasible))
     wall = time.perf_counter() - t0
-    start_metrics = trials[0][2]
+    assert start_metrics is not None, "the budget does not fit the start config's trial"
     out = []
     for b in budgets:
         fit = [t for t in trials if t[0] <= b]
-        # "-tol": what a careful user does with the same trials: the best dev mean among
-        # trials whose dev aux metrics stay within the bench's tolerances of the start
-        # config's (point estimates; the start itself is always eligible).
-        within = [t for t in fit if not qt.violations(name, start_metrics, t[2])]
-        for method, pool in ((sampler_name, fit), (f"{sampler_name}-tol", within)):
+        if constrained:
+            # The best dev mean among the trials Optuna was told are feasible.
+            pools = [(sampler_name, [t for t in fit if t[4]])]
+        else:
+            # "-tol": what a careful user does with the same trials: the best dev mean
+            # among trials whose dev aux metrics stay within the bench's tolerances of
+            # the start config's (point estimates; the start itself is always eligible).
+            within = [t for t in fit if not qt.violations(name, start_metrics, t[2])]
+            pools = [(sampler_name, fit), (f"{sampler_name}-tol", within)]
+        for method, pool in pools:
             best = max(pool, key=lambda t: t[1])  # first max on ties
             out.append({"method": method, "final_config": best[3], "rollouts": fit[-1][0],
                         "trials": len(fit), "eligible": len(pool),
@@ -202,15 +288,15 @@ def run_naive(name: str, seed: int, budget: int) -> list[dict]:
         step += 1
         view = SearchView(registry=reg, incumbent=inc, untried=untried, history=list(history),
                           dev_attempts=list(inc_res.attempts), step=step, rng=rng("propose", step))
-        proposals = proposer.propose(view, 4)
+        # The proposer ranks every untried move and may add jumps, which this rule
+        # does not take: the first four neighbours it ranks are evaluated.
+        proposals = [p for p in proposer.propose(view, len(untried)) if p.move in untried]
         if not proposals:
             rest = untried[:]
             rng("fallback", step).shuffle(rest)
             proposals = [Proposal(move=m, proposer="sweep", reason="fallback") for m in rest]
         best = None
         for p in proposals[:4]:
-            if p.move not in untried:
-                continue
             if used >= budget:
                 break
             cand = apply_move(reg, inc, p.move)
@@ -238,7 +324,7 @@ def _job(args: tuple) -> tuple[tuple, list[dict]]:
     _quiet()
     if method in ("forge-auto", "forge-sweep"):
         rows = run_forge(name, seed, budgets[0], method.split("-")[1])
-    elif method in ("tpe", "random"):
+    elif method in SAMPLERS:
         rows = run_blackbox(name, seed, budgets, method)
     else:
         rows = run_naive(name, seed, budgets[0])
@@ -272,6 +358,11 @@ def aggregate(name: str, runs: list[dict], truths: dict[str, dict], climb: dict 
     best_known = max([best_known] + [t["score"] for t in scored])
     feasible = [t for t in scored if not qt.violations(name, start_t["metrics"], t["metrics"])]
     best_feasible = max(feasible, key=lambda t: t["score"])
+    optimum = qt.exact_optimum(name)
+    if optimum is not None:  # the whole grid in exact truth: the optimum, not a bound
+        best_known = max(best_known, optimum["best"]["score"])
+        if optimum["best_feasible"]["score"] >= best_feasible["score"]:
+            best_feasible = optimum["best_feasible"]
     rows: dict[str, Any] = {}
     for b in sorted({r["budget"] for r in runs}):
         for m in METHODS:
@@ -299,7 +390,41 @@ def aggregate(name: str, runs: list[dict], truths: dict[str, dict], climb: dict 
     return {"start_test": start_t["score"], "best_known_test": best_known,
             "best_feasible_test": best_feasible["score"],
             "best_feasible_config": best_feasible.get("config"),
-            "configs_scored": len(scored), "rows": rows}
+            "configs_scored": len(scored), "exact_optimum": optimum,
+            "verdicts": verdicts(rows), "rows": rows}
+
+
+def verdicts(rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per budget, the issue's test: forge-auto's mean true test at least tpe-con's, with
+    P(violates) and P(worse than start) at most TARGET_P."""
+    out = []
+    for b in sorted({r["budget"] for r in rows.values()}):
+        f, c = rows.get(f"{b}/forge-auto"), rows.get(f"{b}/tpe-con")
+        if f is None or c is None:
+            continue
+        # Runs of two methods share nothing but the seed number: unpaired.
+        se = math.sqrt(f["test_sd"] ** 2 / f["n"] + c["test_sd"] ** 2 / c["n"])
+        delta = f["test_mean"] - c["test_mean"]
+        ok = {"score": delta >= 0, "violates": f["p_violation"] <= TARGET_P,
+              "worse": f["p_worse"] <= TARGET_P}
+        out.append({"budget": b, "forge": f["test_mean"], "tpe_con": c["test_mean"],
+                    "delta": delta, "delta_se": se, "p_violation": f["p_violation"],
+                    "p_worse": f["p_worse"], "ok": ok, "met": all(ok.values())})
+    return out
+
+
+def verdict_lines(name: str, agg: dict[str, Any]) -> list[str]:
+    lines = []
+    for v in agg.get("verdicts", []):
+        ok = v["ok"]
+        lines.append(
+            f"verdict {name} {v['budget']:,}: forge-auto {v['forge']:.3f} vs tpe-con "
+            f"{v['tpe_con']:.3f} (Δ {v['delta']:+.3f} ± {v['delta_se']:.3f}: "
+            f"{'at least' if ok['score'] else 'below'} tpe-con); P(violates) "
+            f"{100 * v['p_violation']:.0f}% ({'≤' if ok['violates'] else '>'} 5%); P(worse) "
+            f"{100 * v['p_worse']:.0f}% ({'≤' if ok['worse'] else '>'} 5%) → "
+            f"{'target met' if v['met'] else 'target missed'}")
+    return lines
 
 
 def table(agg: dict[str, Any]) -> str:
@@ -319,19 +444,31 @@ def table(agg: dict[str, Any]) -> str:
 def render(data: dict[str, Any]) -> str:
     agg = data["summary"]
     climb = data.get("climb")
+    optimum = agg.get("exact_optimum")
+    if optimum:
+        known = (f"best config: {agg['best_known_test']:.3f} (the exact optimum of the "
+                 f"registry grid, {optimum['configs']:,} configs enumerated)")
+        truth = "Truth: exact (the bench's closed-form success probabilities and metric means)."
+    else:
+        known = (f"best config known: {agg['best_known_test']:.3f} (lower bound on the "
+                 "registry's optimum: max of the oracle hill-climb on true test score and "
+                 f"every config scored in truth, {agg['configs_scored']} configs)")
+        truth = (f"Truth: K={qt.K_TRUTH['test']} attempts per test task on seed "
+                 f"{qt.TRUTH_SEED} (no contest run uses it).")
     out = [f"# Search quality: {data['bench']}", "",
            f"{data['date']} · {data['machine']} · {data['seeds']} seeds per (method, budget) · "
            f"{data['workers']} workers · {_timing(data)}", "", f"`{data['command']}`", "",
-           f"Start config true test score: {agg['start_test']:.3f}; best config known: "
-           f"{agg['best_known_test']:.3f} (lower bound on the registry's optimum: max of the "
-           f"oracle hill-climb on true test score and every config scored in truth, "
-           f"{agg['configs_scored']} configs); best known within every auxiliary tolerance: "
+           f"Start config true test score: {agg['start_test']:.3f}; {known}; best "
+           f"{'' if optimum else 'known '}within every auxiliary tolerance: "
            f"{agg['best_feasible_test']:.3f} (`{json.dumps(agg['best_feasible_config'])}`). "
-           f"Truth: K={qt.K_TRUTH['test']} attempts per test task on seed {qt.TRUTH_SEED} "
-           "(no contest run uses it). 'Worse than start' = true test below the start's by "
+           f"{truth} 'Worse than start' = true test below the start's by "
            f"more than {EPS_WORSE}; 'violates tolerance' = a declared auxiliary metric "
-           "(bench.yaml metrics) beyond its allowance vs the start config, in truth on test.",
+           "(bench.yaml metrics) beyond its allowance vs the start config, in truth on test. "
+           "Regret in brackets: to the best config within every tolerance.",
            "", table(agg), ""]
+    lines = verdict_lines(data["bench"], agg)
+    if lines:
+        out += ["```", *lines, "```", ""]
     if climb:
         out += ["Oracle hill-climb (lower bound on the best reachable config): "
                 + " → ".join(p.get("move", "start") + f" ({p['test']:.3f})"
@@ -346,7 +483,7 @@ def _timing(data: dict[str, Any]) -> str:
     searches: dict[tuple[str, int, int], float] = {}
     for r in data["runs"]:  # tpe/random rows of one search repeat its wall time
         key = (r["method"].removesuffix("-tol"), r["seed"],
-               r["budget"] if r["method"] in ("forge-auto", "forge-sweep", "naive") else 0)
+               r["budget"] if r["method"] in SEARCHES else 0)
         searches[key] = r["wall_s"]
     text = f"{data['wall_s']:.0f} s this invocation"
     resumed = data.get("resumed", 0)
@@ -370,9 +507,9 @@ def combine() -> None:
     (out / "quality.md").write_text("\n\n".join(parts))
 
 
-def _job_key(job: tuple) -> str:
+def _job_key(job: tuple, versions: dict[str, str]) -> str:
     method, name, seed, budgets = job
-    return json.dumps([method, name, seed, list(budgets)])
+    return json.dumps([method, name, seed, list(budgets), versions[method]])
 
 
 def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, methods: list[str],
@@ -381,16 +518,18 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
     jobs = []
     for seed in range(1, seeds + 1):
         for m in methods:
-            if m in ("tpe", "random"):
+            if m in SAMPLERS:
                 jobs.append((m, name, seed, tuple(budgets)))
-            elif m in ("forge-auto", "forge-sweep", "naive"):
+            elif m in SEARCHES:
                 jobs += [(m, name, seed, (b,)) for b in budgets]
+    versions = {m: code_version(m, name) for m in {j[0] for j in jobs}}
     jobs.sort(key=lambda j: -max(j[3]))  # long jobs first
     t0 = time.perf_counter()
     runs: list[dict] = []
     resumed = 0
     # Every finished search is logged as it ends, so an interrupted run resumes where it
-    # stopped (--resume) instead of starting over.
+    # stopped (--resume) instead of starting over. The key holds the code version: a
+    # run of another search (or bench) is never reused.
     log_path = HERE / "cache" / f"runs-{name}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if resume and log_path.exists():
@@ -401,12 +540,14 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
                 done[entry["job"]] = entry["rows"]
         keep = []
         for j in jobs:
-            if _job_key(j) in done:
-                runs += done[_job_key(j)]
+            if _job_key(j, versions) in done:
+                runs += done[_job_key(j, versions)]
             else:
                 keep.append(j)
-        print(f"{name}: resumed {len(jobs) - len(keep)} searches from {log_path}",
-              file=sys.stderr)
+        print(f"{name}: resumed {len(jobs) - len(keep)} searches from {log_path} "
+              f"(versions {sorted(set(versions.values()))}; "
+              f"{len(done) - (len(jobs) - len(keep))} logged entries of other jobs or "
+              "versions left alone)", file=sys.stderr)
         resumed = len(jobs) - len(keep)
         jobs = keep
     elif log_path.exists():
@@ -415,7 +556,8 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
     with log_path.open("a") as logf, ctx.Pool(workers, maxtasksperchild=20) as pool:
         for i, (job, rows) in enumerate(pool.imap_unordered(_job, jobs), 1):
             runs += rows
-            logf.write(json.dumps({"job": _job_key(job), "rows": rows}, default=str) + "\n")
+            logf.write(json.dumps({"job": _job_key(job, versions), "rows": rows},
+                                  default=str) + "\n")
             logf.flush()
             print(f"[{time.perf_counter() - t0:5.0f} s] {name} {i}/{len(jobs)} {job[0]} "
                   f"s{job[2]} b{max(job[3])}", file=sys.stderr, flush=True)
@@ -438,7 +580,7 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
             "machine": machine(), "command": command, "seeds": seeds, "budgets": budgets,
             "workers": workers, "wall_s": wall, "resumed": resumed, "eps_worse": EPS_WORSE,
             "k_truth": qt.K_TRUTH, "truth_seed": qt.TRUTH_SEED, "summary": agg, "climb": climb,
-            "truth_splits": truth_splits,
+            "truth_splits": truth_splits, "versions": versions,
             "truths": {k: {s: {"score": v[s]["score"], "metrics": v[s]["metrics"]}
                            for s in v} for k, v in truths.items()},
             "runs": runs}
@@ -447,6 +589,8 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
     (out / f"quality-{name}.json").write_text(json.dumps(data, indent=1, default=str))
     text = render(data)
     (out / f"quality-{name}.md").write_text(text)
+    for line in verdict_lines(name, agg):
+        print(line, file=sys.stderr, flush=True)
     return text
 
 
@@ -455,11 +599,13 @@ def main() -> None:
     ap.add_argument("--all", action="store_true",
                     help="every bench at its BUDGETS, resuming logged searches, then --combine "
                          "(the one command that regenerates results/quality.md)")
+    ap.add_argument("--quick", action="store_true",
+                    help="closedform only at its BUDGETS, resuming logged searches (minutes)")
     ap.add_argument("--bench", default="triage", choices=list(qt.BENCHES))
     ap.add_argument("--budgets", default=None, help="comma-separated; default BUDGETS[bench]")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--methods", default="forge-auto,forge-sweep,tpe,random,naive",
+    ap.add_argument("--methods", default="forge-auto,forge-sweep,tpe,tpe-con,random,naive",
                     help="tpe and random also report their -tol variants")
     ap.add_argument("--no-climb", action="store_true")
     ap.add_argument("--truth-splits", default="test",
@@ -493,6 +639,10 @@ def main() -> None:
             run_bench(name, budgets, resume=True, **common)  # type: ignore[arg-type]
         combine()
         print((HERE / "results" / "quality.md").read_text())
+        return
+    if args.quick:
+        print(run_bench("closedform", BUDGETS["closedform"], resume=True,
+                        **common))  # type: ignore[arg-type]
         return
     budgets = ([int(b) for b in args.budgets.split(",")] if args.budgets
                else BUDGETS[args.bench])
