@@ -419,7 +419,9 @@ def parse_record(value: Any, *, file: Path, line: int) -> AnyRecord:
         raise JournalError(f"unknown record kind {kind!r}; this forge reads "
                            f"{', '.join(_KINDS)}", file=file, line=line, field="kind")
     try:
-        record = cast("AnyRecord", model.model_validate(value))
+        # A line written before records carried a version is of version 1: it must not
+        # take the model's default, today's version, and be written back as that shape.
+        record = cast("AnyRecord", model.model_validate({**value, "format_version": version}))
     except ValidationError as exc:
         problem = validation_problem(exc, data=value)
         raise JournalError(f"damaged {kind} record: {problem.message}", file=file, line=line,

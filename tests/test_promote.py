@@ -633,7 +633,6 @@ def test_a_tolerance_beyond_its_allowance_on_test_is_journaled_and_shown(
     assert "BEYOND tolerance vs start: cost +100.0%" in " ".join(out.split())
 
 
-@pytest.mark.xfail(strict=True, reason="lead adds the flag")
 def test_promote_refuses_a_run_beyond_a_tolerance_unless_told_to_accept_it(
         beyond: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench, journals = beyond

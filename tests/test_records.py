@@ -95,8 +95,6 @@ def test_every_old_line_writes_back_as_it_was() -> None:
         assert canonical(written) == canonical(line), number
 
 
-@pytest.mark.xfail(strict=True, reason="forge bug: parse_record accepts a line without "
-                   "format_version as version 1 but the model fills in the default, 2")
 def test_an_old_line_without_a_version_reads_as_version_1() -> None:
     # A line written before records carried a version is of version 1; read and written
     # back, it must not claim the shape of version 2.

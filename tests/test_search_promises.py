@@ -307,8 +307,6 @@ def run(config, task, ctx):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="forge bug: the optuna proposer proposes TPE's "
-                   "suggestion even when it was tried against this incumbent")
 def test_a_step_is_not_spent_on_a_move_tried_before(tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", COSTLY_BOOST, tasks=search_tasks(24, 20, 20),
                               metrics={"cost": {"direction": "lower", "max_increase": 0.25,

@@ -297,6 +297,11 @@ class OptunaProposer(Proposer):
         by_target: dict[str, list[tuple[Move, bool]]] = {}
         for m in view.untried:
             by_target.setdefault(m.target, []).append((m, False))
+        # A suggestion the search has left out of ``untried`` (tried against this
+        # incumbent, or a jump with jumps off), or whose config was scored already, would
+        # be journaled "already tried" and take its setting's place in the step.
+        offered = set(candidate_moves(view.registry, view.incumbent))
+        seen = {c.fingerprint for c in view.history}
         for target, moves in by_target.items():
             view.rng.shuffle(moves)
             value = self.suggest(target, view.incumbent)
@@ -304,6 +309,9 @@ class OptunaProposer(Proposer):
             if value is None or same_value(value, current):
                 continue
             move = Move(target=target, before=current, after=value)
+            if (move in offered and move not in view.untried) or view.registry.with_values(
+                    view.incumbent, {target: value}).fingerprint in seen:
+                continue
             moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
         left = {t: len(ms) for t, ms in by_target.items()}
         order = sorted(by_target, key=lambda t: (total.get(t, 0) - left[t], view.rng.random()))

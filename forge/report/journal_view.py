@@ -145,8 +145,11 @@ def _test_row(run: RunRecords) -> Text:
                 f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, {t.n_tasks} tasks, "
                 f"two-sided p={t.p_value_two_sided:.3g})")
     for gate in t.aux:
-        text.append(f"\n{'within' if gate.passed else 'BEYOND'} tolerance vs start: ",
-                    style="green" if gate.passed else "bold red")
+        # Version 2 grades the check (within / unclear / beyond); version 1 passed or not.
+        status = str(gate.details.get("status", "within" if gate.passed else "beyond"))
+        style = {"within": "green", "unclear": "yellow"}.get(status, "bold red")
+        word = "BEYOND" if status == "beyond" else status
+        text.append(f"\n{word} tolerance vs start: ", style=style)
         text.append(gate.reason)
     return text
 

@@ -24,6 +24,7 @@ def fed_auto(registry: Registry, seed: int, n: int, run_dir: Path | None = None
     for _ in range(n):
         config = random_config(registry, rng)
         auto.observe(config, float(config.values["x"]) / 10 + rng.gauss(0, 0.05))
+        auto.annotate(config, {"verdict": "rejected"})
     return auto
 
 
