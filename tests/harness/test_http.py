@@ -216,14 +216,15 @@ def test_retries_are_bounded_and_each_reason_is_in_the_error(tmp_path: Path,
 def test_no_retry_starts_past_the_deadline(tmp_path: Path, service: HarnessService) -> None:
     service.default = Behaviour(fail_first=10)
     bench = write_http_bench(tmp_path / "b", {"url": service.url, "retries": {
-        "max": 5, "backoff_s": 0.2, "on": ["5xx"]}}, tasks=tasks(1),
-        rollouts={"k": 1, "timeout_s": 0.5})
+        "max": 5, "backoff_s": 0.8, "on": ["5xx"]}}, tasks=tasks(1),
+        rollouts={"k": 1, "timeout_s": 2.0})
     (a,) = run_eval(bench).attempts
-    # Waits of 0.2 then 0.4 s: the second would end past the 0.5 s deadline, so the
-    # harness gives up before it (an error), not the engine at it (a timeout).
-    assert a.stop_reason == "error" and a.duration_s < 0.5
+    # Waits of 0.8 then 1.6 s: the second would end past the 2 s deadline, so the
+    # harness gives up before it (an error), not the engine at it (a timeout). The
+    # margins leave a loaded machine over a second for the two requests.
+    assert a.stop_reason == "error" and a.duration_s < 2.0
     assert "failed after 2 tries" in (a.error or "")
-    assert "no time left for a retry after 0.4 s" in (a.error or "")
+    assert "no time left for a retry after 1.6 s" in (a.error or "")
 
 
 def test_429_waits_for_retry_after_within_the_deadline(tmp_path: Path,
