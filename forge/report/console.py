@@ -13,13 +13,15 @@ from rich.text import Text
 from forge.compare import ResultDiff
 from forge.records import SplitDelta
 from forge.registry import Registry
-from forge.report.journal_view import STATUS_STYLE
 from forge.results import EvalResult
-from forge.review import RunSummary
+from forge.review import UNFINISHED, RunSummary
 from forge.stats import mean_interval
 
-__all__ = ["diff_table", "registry_table", "run_lines", "run_problems", "runs_table",
-           "summary_table", "task_table"]
+__all__ = ["STATUS_STYLE", "diff_table", "registry_table", "run_lines", "run_problems",
+           "runs_table", "summary_table", "task_table", "utc_text"]
+
+#: How a run's status is shown, in the list of runs and in one run's header.
+STATUS_STYLE = {"finished": "", UNFINISHED: "yellow", "damaged": "bold red"}
 
 
 def _pct(x: float | None) -> str:
@@ -188,13 +190,17 @@ def run_problems(runs: list[RunSummary]) -> list[Text]:
             for run in runs if run.problem]
 
 
-def _minute(at: datetime | None) -> str:
-    # UTC, as journals write it: two people in two zones read the same list.
+def utc_text(at: datetime | None, *, seconds: bool = True) -> str:
+    """A time in UTC, as journals write it, so two people see the same text."""
     if at is None:
         return "—"
     if at.tzinfo is not None:
         at = at.astimezone(UTC)
-    return at.strftime("%Y-%m-%d %H:%M") + "Z"
+    return at.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M") + "Z"
+
+
+def _minute(at: datetime | None) -> str:
+    return utc_text(at, seconds=False)
 
 
 def _count(n: int | None) -> str:

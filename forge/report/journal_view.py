@@ -8,7 +8,6 @@ well contain ``[brackets]`` that rich would otherwise read as styles.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.markup import escape
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from forge.journal import RunOptions
 from forge.records import CandidateRecord, ProposalInvalidRecord
+from forge.report.console import STATUS_STYLE, utc_text
 from forge.review import (
     UNFINISHED,
     Delta,
@@ -31,20 +31,10 @@ __all__ = ["run_footer", "run_header", "steps_table"]
 
 VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow",
                  "invalid": "magenta"}
-STATUS_STYLE = {"finished": "", UNFINISHED: "yellow", "damaged": "bold red"}
 
 
 def _f(x: float | None, fmt: str = "+.3f") -> str:
     return "—" if x is None else format(x, fmt)
-
-
-def _when(at: datetime | None) -> str:
-    """A start time in UTC, as journals write it, so two people see the same text."""
-    if at is None:
-        return "—"
-    if at.tzinfo is not None:
-        at = at.astimezone(UTC)
-    return at.strftime("%Y-%m-%d %H:%M:%S") + "Z"
 
 
 def _values(values: dict[str, Any]) -> str:
@@ -75,7 +65,7 @@ def run_header(run: RunRecords) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("bench", Text(f"{info.bench} ({info.bench_path})"))
-    table.add_row("started", _when(info.created_at))
+    table.add_row("started", utc_text(info.created_at))
     table.add_row("seed", str(info.seed))
     table.add_row("start config", Text(f"{_values(info.start_config)} · "
                                        f"{info.start_fingerprint[:12]}"))
