@@ -6,8 +6,10 @@
     python3 run.py lint                             # ruff and mypy
 
 Creates ``.venv`` beside this file on first use (or reuses it) and installs forge
-with its dev and ray extras into it; reinstalls when pyproject.toml changes. Standard
-library only, since nothing else is installed yet.
+into it with what the command needs: forge alone for ``forge``, the ``dev`` extra
+for ``lint``, ``dev`` and ``ray`` for ``test`` (the Ray executor's tests start a
+local Ray instance). Reinstalls when pyproject.toml changes or a command needs an
+extra not installed yet. Standard library only, since nothing else is installed yet.
 """
 
 from __future__ import annotations
@@ -24,14 +26,29 @@ VENV = Path(os.environ.get("FORGE_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
+#: The extras each command needs; a command not listed needs none.
+EXTRAS = {"test": ("dev", "ray"), "lint": ("dev",)}
 
-def _wanted_stamp() -> str:
+
+def _digest() -> str:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     return f"{digest} {sys.version_info[:2]}"
 
 
-def ensure_venv() -> None:
-    if STAMP.is_file() and STAMP.read_text() == _wanted_stamp() and (BIN / "forge").exists():
+def _stamp() -> tuple[bool, set[str]]:
+    """Whether the install is current (same pyproject.toml and Python, script there),
+    and the extras installed last time (kept when forge is installed anew)."""
+    if not STAMP.is_file():
+        return False, set()
+    digest, _, extras = STAMP.read_text().partition("\n")
+    current = digest == _digest() and (BIN / "forge").exists()
+    return current, {e for e in extras.split(",") if e}
+
+
+def ensure_venv(command: str) -> None:
+    wanted = set(EXTRAS.get(command, ()))
+    current, have = _stamp()
+    if current and wanted <= have:
         return
     if sys.version_info < (3, 11):  # noqa: UP036 - run.py may be started by any python3
         sys.exit(f"run.py: forge needs Python >= 3.11; this is {sys.version.split()[0]}")
@@ -41,21 +58,27 @@ def ensure_venv() -> None:
             venv.EnvBuilder(with_pip=True).create(VENV)
         except Exception as exc:  # Debian without python3-venv lands here
             sys.exit(f"run.py: cannot create a virtualenv ({exc}); install python3-venv")
-    print("run.py: installing forge and its dev tools into the virtualenv", file=sys.stderr)
+    # What is there stays: `run.py forge` after `run.py test` must not uninstall pytest.
+    extras = sorted(wanted | have)
+    print(f"run.py: installing forge{' with ' + ', '.join(extras) if extras else ''} into "
+          "the virtualenv", file=sys.stderr)
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    # With Ray (the ``ray`` extra): its tests start a local Ray instance, and CI runs
-    # them. It installs in seconds from wheels.
-    subprocess.run([*pip, "-e", f"{ROOT}[dev,ray]"], check=True)
-    STAMP.write_text(_wanted_stamp())
+    target = f"{ROOT}[{','.join(extras)}]" if extras else str(ROOT)
+    subprocess.run([*pip, "-e", target], check=True)
+    STAMP.write_text(f"{_digest()}\n{','.join(extras)}")
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
         return 0
-    ensure_venv()
     command, rest = argv[0], argv[1:]
+    if command not in {"test", "lint", "forge"}:
+        print(f"run.py: unknown command {command!r}; expected forge, test or lint",
+              file=sys.stderr)
+        return 2
+    ensure_venv(command)
     if command == "test":
         return subprocess.call([str(BIN / "python"), "-m", "pytest", "-q", *rest], cwd=ROOT)
     if command == "lint":
@@ -64,10 +87,7 @@ def main(argv: list[str]) -> int:
                                 "run.py"])
         mypy = subprocess.call([str(BIN / "mypy")])
         return ruff or mypy
-    if command == "forge":
-        return subprocess.call([str(BIN / "forge"), *rest])
-    print(f"run.py: unknown command {command!r}; expected forge, test or lint", file=sys.stderr)
-    return 2
+    return subprocess.call([str(BIN / "forge"), *rest])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,16 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     Results must be comparable (same env fingerprint, else :class:`IncomparableError`).
     For each task in both, attempts are paired by seed as :func:`diff_results` pairs
     them, and the drop in pass rate (baseline - current) is at most ``max_drop``.
-    Tasks in one result only, or with no seed scored in both, are listed, not failed.
+    A task with no seed scored in both (a baseline saved with another ``--seed``) is
+    compared *unpaired*: its attempts are two independent binomial samples, so it
+    fails only when the one-sided lower bound of its drop (Newcombe's hybrid score
+    interval, :func:`~forge.stats.drop_lower_bound`) exceeds ``max_drop``; and the
+    mean drop over those tasks fails when a one-sided t-test over tasks shows it above
+    ``max_drop``. The levels are Bonferroni shares of ``alpha`` (half for the mean,
+    half split over the tasks), so an unchanged config fails with probability at most
+    ``alpha``. With no task compared either way the gate cannot say anything, and a
+    green that hides that would mislead: it is refused (:class:`IncomparableError`).
+    Tasks in one result only, or with nothing scored on one side, are listed.
 
 A :class:`GateReport` gives its JSON form itself; :mod:`forge.report.cigate` renders
 it as Markdown (for ``$GITHUB_STEP_SUMMARY``) and as JUnit XML. Exit codes are the
@@ -31,9 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forge.compare import diff_results
-from forge.errors import OptionError
+from forge.compare import diff_results, why_unpaired
+from forge.errors import IncomparableError, OptionError
 from forge.results import EvalResult, TaskResult
+from forge.stats import drop_lower_bound, paired_test
 
 __all__ = [
     "GATE_NAMES",
@@ -67,6 +77,8 @@ class GateOptions:
     task_floor: float | None = None
     max_drop: float = 0.0
     max_unscored: int | None = None
+    #: Error level of the unpaired regression comparison (tasks without a shared seed).
+    alpha: float = 0.05
 
     def __post_init__(self) -> None:
         # Checked here, not only in the CLI, so a library caller gets the same refusal.
@@ -84,6 +96,10 @@ class GateOptions:
                 or self.max_unscored < 0):
             raise OptionError(f"expected a whole number >= 0, got {self.max_unscored!r}",
                               option="--max-unscored")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float) \
+                or not 0.0 < self.alpha < 1.0:
+            raise OptionError(f"expected a level between 0 and 1 (exclusive), got "
+                              f"{self.alpha!r}", option="--alpha")
 
 
 @dataclass(frozen=True)
@@ -148,7 +164,8 @@ class GateReport:
             "options": {"min_pass_rate": self.options.min_pass_rate,
                         "task_floor": self.options.task_floor,
                         "max_drop": self.options.max_drop if self.baseline else None,
-                        "max_unscored": self.options.max_unscored},
+                        "max_unscored": self.options.max_unscored,
+                        "alpha": self.options.alpha if self.baseline else None},
             "result": {"bench": r.bench, "split": r.split, "k": r.k, "n_tasks": len(r.tasks),
                        "n_attempts": n_attempts, "n_scored": r.n_scored,
                        "n_unscored": n_attempts - r.n_scored, "pass_rate": r.pass_rate,
@@ -218,21 +235,31 @@ def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
 
 
 def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, *,
-                    names: tuple[str, str] = ("baseline", "current")) -> GateOutcome:
+                    names: tuple[str, str] = ("baseline", "current"),
+                    alpha: float = 0.05) -> GateOutcome:
     """No shared task's pass rate drops by more than ``max_drop`` from the baseline.
 
-    ``names`` are (baseline, current), used in the incomparability message. Pairs
-    come from :func:`diff_results` (same seed, scored in both), so a task is judged
-    only on attempts both runs really scored.
+    ``names`` are (baseline, current), used in messages. Pairs come from
+    :func:`diff_results` (same seed, scored in both), so a paired task is judged only
+    on attempts both runs really scored; a task without a shared seed is judged
+    unpaired at level ``alpha`` (see the module docstring). Nothing compared at all is
+    an :class:`IncomparableError`.
     """
     # diff_results refuses results from other environments (IncomparableError, exit 2)
     # before pairing anything: a drop measured across environments means nothing.
     diff = diff_results(baseline, current, names=names)
+    base_tasks = {t.task_id: t for t in baseline.tasks}
+    cur_tasks = {t.task_id: t for t in current.tasks}
     failing: list[tuple[float, TaskFailure]] = []
-    unpaired: list[str] = []
+    unpaired: list[tuple[TaskResult, TaskResult]] = []
+    unmeasured: list[str] = []
     for t in diff.tasks:
         if t.pass_a is None or t.pass_b is None:
-            unpaired.append(t.task_id)
+            a, b = base_tasks[t.task_id], cur_tasks[t.task_id]
+            if a.n_scored and b.n_scored:
+                unpaired.append((a, b))
+            else:
+                unmeasured.append(t.task_id)
             continue
         drop = t.pass_a - t.pass_b
         if drop > max_drop + _EPS:
@@ -240,23 +267,74 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
                 t.task_id, f"pass rate {percent(t.pass_a)} → {percent(t.pass_b)} "
                            f"(drop {percent(drop, max_drop)} > {percent(max_drop, drop)}, "
                            f"{t.n_pairs} paired seeds)", drop)))
-    failing.sort(key=lambda pair: -pair[0])
+    paired = len(diff.tasks) - len(unpaired) - len(unmeasured)
+    if not paired and not unpaired:
+        raise IncomparableError(
+            f"{names[0]} and {names[1]} have no task scored in both, so the regression "
+            "gate would compare nothing")
     notes = []
     if diff.only_in_a:
         notes.append(f"only in baseline (not compared): {', '.join(diff.only_in_a)}")
     if diff.only_in_b:
         notes.append(f"only in current (not compared): {', '.join(diff.only_in_b)}")
+    if unmeasured:
+        notes.append(f"nothing scored on one side (not compared): {', '.join(unmeasured)}")
+    mean_failure = None
     if unpaired:
-        notes.append(f"no seed scored in both (not compared): {', '.join(unpaired)}")
-    compared = len(diff.tasks) - len(unpaired)
-    if not failing:
-        reason = f"no task dropped more than {percent(max_drop)} ({compared} tasks compared)"
+        notes.append(f"compared unpaired, no seed scored in both "
+                     f"({why_unpaired(baseline, current, names)}): "
+                     f"{', '.join(a.task_id for a, _ in unpaired)}")
+        task_failures, mean_failure = _unpaired_drops(unpaired, max_drop, alpha)
+        failing += task_failures
+    failing.sort(key=lambda pair: -pair[0])
+    how = f"{paired} tasks compared" if not unpaired else (
+        f"{paired} tasks compared by seed, {len(unpaired)} unpaired at α={alpha:g}")
+    if not failing and mean_failure is None:
+        shown = "dropped" if not unpaired else "shown to drop"
+        reason = f"no task {shown} more than {percent(max_drop)} ({how})"
         return GateOutcome("regression", True, reason, notes=tuple(notes))
-    worst = failing[0][1]
-    reason = (f"{len(failing)} of {compared} tasks dropped more than {percent(max_drop)} "
-              f"(worst {worst.task_id}: drop {percent(failing[0][0])})")
-    return GateOutcome("regression", False, reason, failing=tuple(f for _, f in failing),
-                       notes=tuple(notes))
+    parts = []
+    if failing:
+        worst = failing[0][1]
+        parts.append(f"{len(failing)} of {paired + len(unpaired)} tasks dropped more than "
+                     f"{percent(max_drop)} (worst {worst.task_id}: drop "
+                     f"{percent(failing[0][0])})")
+    if mean_failure is not None:
+        parts.append(mean_failure)
+    return GateOutcome("regression", False, "; ".join(parts) + f" ({how})",
+                       failing=tuple(f for _, f in failing), notes=tuple(notes))
+
+
+def _unpaired_drops(tasks: Sequence[tuple[TaskResult, TaskResult]], max_drop: float,
+                    alpha: float) -> tuple[list[tuple[float, TaskFailure]], str | None]:
+    """The unpaired comparison of (baseline, current) tasks: the tasks whose drop is
+    shown to exceed ``max_drop``, and the reason when the mean drop is.
+
+    Half of ``alpha`` goes to the mean (a t-test over tasks, which has power where K
+    attempts per task have little), half is split evenly over the tasks (Bonferroni):
+    either claim is wrong with probability at most ``alpha`` when no task got worse.
+    """
+    level = alpha / 2 / len(tasks)
+    failing: list[tuple[float, TaskFailure]] = []
+    drops = []
+    for a, b in tasks:
+        drop = a.n_passed / a.n_scored - b.n_passed / b.n_scored
+        drops.append(drop)
+        low = drop_lower_bound(a.n_passed, a.n_scored, b.n_passed, b.n_scored, alpha=level)
+        if low > max_drop + _EPS:
+            failing.append((drop, TaskFailure(
+                a.task_id, f"pass rate {percent(a.pass_rate)} → {percent(b.pass_rate)} "
+                           f"({a.n_passed}/{a.n_scored} → {b.n_passed}/{b.n_scored}, "
+                           f"unpaired: drop at least {percent(low, max_drop)} at "
+                           f"{percent(1 - level)} confidence > {percent(max_drop, low)})",
+                drop)))
+    test = paired_test(drops, alpha=alpha / 2, threshold=max_drop)
+    mean_failure = None
+    if test.passed:
+        mean_failure = (f"mean drop over {len(tasks)} unpaired tasks {percent(test.effect)} "
+                        f"(lower bound {percent(test.ci_low, max_drop)} > "
+                        f"{percent(max_drop, test.ci_low)})")
+    return failing, mean_failure
 
 
 def run_gates(current: EvalResult, *, options: GateOptions | None = None,
@@ -273,7 +351,8 @@ def run_gates(current: EvalResult, *, options: GateOptions | None = None,
         # Labelled, so an incomparability message says which file is which.
         names = (baseline_name if baseline_name == "baseline" else f"baseline {baseline_name}",
                  current_name if current_name == "current" else f"current {current_name}")
-        gates.append(regression_gate(current, baseline, opts.max_drop, names=names))
+        gates.append(regression_gate(current, baseline, opts.max_drop, names=names,
+                                     alpha=opts.alpha))
     return GateReport(current=current_name, result=current, options=opts, gates=tuple(gates),
                       baseline=baseline_name if baseline is not None else None)
 

@@ -7,9 +7,11 @@ app and :func:`main`, which turns forge's errors into exit codes.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
+from forge import __version__
 from forge.commands import register_all
 from forge.commands._common import err
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
@@ -17,8 +19,26 @@ from forge.errors import EvaluationInterrupted, ForgeError, UserError
 __all__ = ["app", "main"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  # Inherited by every sub-command's context: -h works everywhere.
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Find a better configuration for an agent harness, one setting at a "
                        "time, and prove it before it ships.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"forge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="print forge's version and exit")] = False) -> None:
+    # Only the options of `forge` itself; each command is registered below.
+    pass
+
+
 register_all(app)
 
 

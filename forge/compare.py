@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from forge.errors import IncomparableError
 from forge.results import EvalResult, paired_attempts
 
-__all__ = ["ResultDiff", "TaskDiff", "check_comparable", "diff_results"]
+__all__ = ["ResultDiff", "TaskDiff", "check_comparable", "diff_results", "require_paired",
+           "why_unpaired"]
 
 
 def check_comparable(a: EvalResult, b: EvalResult, *, names: tuple[str, str] = ("A", "B")
@@ -97,3 +98,21 @@ def diff_results(a: EvalResult, b: EvalResult, *, names: tuple[str, str] = ("A",
     return ResultDiff(tasks=diffs,
                       only_in_a=[t.task_id for t in a.tasks if t.task_id not in ids_b],
                       only_in_b=[t.task_id for t in b.tasks if t.task_id not in ids_a])
+
+
+def why_unpaired(a: EvalResult, b: EvalResult, names: tuple[str, str] = ("A", "B")) -> str:
+    """The likely reason two comparable results pair no attempt, for a message."""
+    if a.seed != b.seed:
+        return f"{names[0]} was run with seed {a.seed}, {names[1]} with seed {b.seed}"
+    return "the attempts scored in one were not scored in the other"
+
+
+def require_paired(diff: ResultDiff, a: EvalResult, b: EvalResult, *,
+                   names: tuple[str, str] = ("A", "B")) -> None:
+    """Refuse a diff that paired nothing: a table of dashes and "0 paired tasks" would
+    read as "no change" (:class:`IncomparableError`, exit 2)."""
+    if not diff.paired:
+        raise IncomparableError(
+            f"{names[0]} and {names[1]} share no seed scored in both, so nothing was "
+            f"compared ({why_unpaired(a, b, names)}); run both with the same --seed, or "
+            f"use forge gate --baseline, which compares them unpaired")

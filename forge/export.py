@@ -8,17 +8,33 @@ What is selected
     Tasks in the *learning zone* only (``0 < passed < scored``): a task that always
     passes teaches nothing the model does not already do, one that never passes
     has no good answer to copy. From those tasks, every *passing scored* attempt
-    whose ``output.output`` is a non-empty string. Other outputs (dicts, tool-call
-    only runs, empty strings) are counted in the sidecar's ``selection``, not exported.
+    whose ``output.output`` is a non-empty string. Other outputs (dicts, runs that
+    only called tools, empty strings) have no final answer to end a conversation
+    with; they are counted in the sidecar's ``selection`` (``skipped_not_text``), not
+    exported. A line identical, byte for byte, to one already written (the same
+    answer passing on several attempts) is dropped and counted
+    (``skipped_duplicate``) unless ``keep_duplicates``: repeated lines only weight a
+    fine-tune towards the tasks it already half solves.
 
 One line
     ``{"messages": [{"role": "system", "content": S}?, {"role": "user", "content": U},
-    {"role": "assistant", "content": A}]}``. ``S`` is ``--system`` when given (the
+    T..., {"role": "assistant", "content": A}]}``. ``S`` is ``--system`` when given (the
     message is left out otherwise). ``A`` is the attempt's output text as it is. ``U``
     is the task's input as text: a string input as it is; a mapping with a string
     field ``ticket``, ``prompt``, ``question`` or ``input`` (the first found, in that
     order) that field; anything else its canonical JSON (sorted keys, no spaces).
     The sidecar records per line which rule applied (``prompt_from``).
+
+    ``T`` are the attempt's tool calls, in the order made, in the OpenAI chat format:
+    per call an assistant message ``{"role": "assistant", "content": null,
+    "tool_calls": [{"id": "call_N", "type": "function", "function": {"name", "arguments"
+    (a JSON string)}}]}`` and the tool's answer ``{"role": "tool", "tool_call_id":
+    "call_N", "content": R}``; ``R`` is the result as the ``openai`` harness feeds it
+    back (a string as it is, anything else as JSON; ``error: ...`` for a failed call,
+    which the passing attempt then recovered from). Without them a tool-using answer
+    ("refunded") would teach a model to claim what it never did. A harness records
+    calls, not how they were grouped into turns, so each call is its own turn.
+    ``selection.with_tool_calls`` counts the lines that have any.
 
 Why ``--bench``
     A saved result keeps outputs and scores but not the task inputs. The bench gives
@@ -54,6 +70,7 @@ from forge._digest import canonical_json, file_digest, sha256_hex
 from forge._files import atomic_write_text, load_versioned_json
 from forge.bench import Bench
 from forge.errors import ExportError
+from forge.harness import ToolCall
 from forge.results import AttemptResult, EvalResult
 
 __all__ = [
@@ -72,6 +89,7 @@ __all__ = [
     "select_attempts",
     "sidecar_path",
     "task_inputs",
+    "tool_turns",
     "verify_export",
 ]
 
@@ -142,14 +160,16 @@ class _Selection:
 
 
 def select_attempts(result: EvalResult) -> list[tuple[AttemptResult, str]]:
-    """The attempts ``export_sft`` exports, in result order, with their output text."""
+    """The attempts ``export_sft`` exports, in result order, with their output text
+    (before it drops lines that repeat one already written)."""
     return [(s.attempt, s.text) for s in _select(result).attempts]
 
 
 def _select(result: EvalResult) -> _Selection:
     sel = _Selection()
     counts = {"tasks": len(result.tasks), "learning_zone_tasks": 0, "passing_attempts": 0,
-              "skipped_not_text": 0, "exported": 0}
+              "skipped_not_text": 0, "skipped_duplicate": 0, "with_tool_calls": 0,
+              "exported": 0}
     for task in result.tasks:
         if not task.learning_zone:
             continue
@@ -209,6 +229,8 @@ class ExportSidecar(BaseModel):
     tasks_digest: str | None
     system: str | None
     prompt_fields: list[str]
+    #: Written since duplicates are dropped; a sidecar from before reads as False.
+    keep_duplicates: bool = False
     selection: dict[str, int]
     lines: list[SidecarLine]
 
@@ -224,11 +246,12 @@ class ExportSummary:
 
 def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any],
                source: str | Path | None = None, system: str | None = None,
-               now: datetime | None = None) -> ExportSummary:
+               keep_duplicates: bool = False, now: datetime | None = None) -> ExportSummary:
     """Write the SFT JSONL and its sidecar (JSONL first, sidecar last, both atomic).
 
     ``inputs`` maps task id -> task input (see :func:`task_inputs`); ``source`` is the
-    result file, whose path and sha256 the sidecar records.
+    result file, whose path and sha256 the sidecar records. Exact duplicate lines are
+    dropped unless ``keep_duplicates``.
     """
     out = Path(out)
     meta = sidecar_path(out)
@@ -239,18 +262,28 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
     sel = _select(result)
     rows: list[tuple[_Selected, str]] = []
     lines: list[str] = []
+    seen: set[str] = set()
     for s in sel.attempts:
         task_id = s.attempt.task_id
         if task_id not in inputs:
             raise ExportError(f"task {task_id!r} of the result has no input in the bench",
                               file=source)
         user, prompt_from = prompt_text(inputs[task_id])
-        messages = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": "user", "content": user},
+        calls = s.attempt.output.tool_calls if s.attempt.output is not None else []
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system \
+            else []
+        messages += [{"role": "user", "content": user}, *tool_turns(calls),
                      {"role": "assistant", "content": s.text}]
         # json.dumps escapes newlines inside strings, so one record is one line.
-        lines.append(json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False))
+        line = json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False)
+        if line in seen and not keep_duplicates:
+            sel.counts["skipped_duplicate"] += 1
+            continue
+        seen.add(line)
+        sel.counts["with_tool_calls"] += bool(calls)
+        lines.append(line)
         rows.append((s, prompt_from))
+    sel.counts["exported"] = len(rows)
     source_sha = None
     if source is not None:
         try:
@@ -276,7 +309,8 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
         env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
         tasks_digest=result.env.get("tasks") if isinstance(result.env.get("tasks"), str)
         else None,
-        system=system or None, prompt_fields=list(PROMPT_FIELDS), selection=sel.counts,
+        system=system or None, prompt_fields=list(PROMPT_FIELDS),
+        keep_duplicates=keep_duplicates, selection=sel.counts,
         lines=[SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
                            seed=s.attempt.seed,
                            score=s.attempt.score.value if s.attempt.score else 0.0,
@@ -290,6 +324,30 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
         raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
     return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
                          jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def tool_turns(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The OpenAI chat messages of an attempt's tool calls: per call, the assistant's
+    request and the tool's answer (see the module docstring)."""
+    turns: list[dict[str, Any]] = []
+    for i, call in enumerate(calls):
+        call_id = f"call_{i}"
+        turns.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": call.name,
+                          "arguments": json.dumps(call.args, ensure_ascii=False)}}]})
+        turns.append({"role": "tool", "tool_call_id": call_id, "content": _tool_text(call)})
+    return turns
+
+
+def _tool_text(call: ToolCall) -> str:
+    # As forge's tool runner words it for the model (forge/harness/_tools.py), so an
+    # export of an ``openai`` harness run shows the model what it was shown.
+    if not call.ok:
+        return f"error: {call.error or 'failed'}"
+    if isinstance(call.result, str):
+        return call.result
+    return json.dumps(call.result, ensure_ascii=False)
 
 
 def _split_lines(data: bytes) -> list[bytes]:

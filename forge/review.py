@@ -44,6 +44,7 @@ from forge.records import (
 )
 
 __all__ = [
+    "NO_SUCH_RUN",
     "STEP_KEYS",
     "UNFINISHED",
     "AuxChange",
@@ -67,6 +68,10 @@ STEP_KEYS = ("step", "move", "inverse", "proposer", "reason", "verdict", "rollou
 
 #: A run without an ``end`` record: still running, or killed (and resumable).
 UNFINISHED = "running/interrupted"
+
+#: A run folder without ``run.json``, in the words of :func:`forge.journal.load_run`
+#: (which ``--resume`` reads through): one wording in every command.
+NO_SUCH_RUN = "no such run (run.json not found)"
 
 #: Record fields ``step_records`` leaves out: every step is a candidate, and the version
 #: is the file's business (a journal of before issue 13 has none).
@@ -153,7 +158,10 @@ def resolve_run(run: str, journals: Path) -> Path:
 
     The id is tried first, as ``forge search --run-id`` names runs that way; a path
     lets a person review a run copied elsewhere. Raises :class:`JournalError` (one
-    line, exit 2 in the CLI) when neither holds a ``run.json``.
+    line, exit 2 in the CLI) when neither holds a ``run.json``, worded as
+    ``forge search --resume`` words it (:func:`forge.journal.load_run`), so every
+    command says a run is missing the same way; it names the place meant: the id
+    under ``journals``, or the path when ``run`` is one.
     """
     by_id = journals / run
     if (by_id / "run.json").is_file():
@@ -161,8 +169,8 @@ def resolve_run(run: str, journals: Path) -> Path:
     as_path = Path(run)
     if (as_path / "run.json").is_file():
         return as_path
-    raise JournalError(f"no run {run!r}: neither {by_id} nor {as_path} is a run folder "
-                       "(run.json not found)")
+    meant = as_path if len(as_path.parts) > 1 else by_id
+    raise JournalError(NO_SUCH_RUN, file=meant / "run.json")
 
 
 def load_run_records(folder: Path) -> RunRecords:

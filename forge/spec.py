@@ -155,6 +155,12 @@ class PluginRegistry(Generic[P]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def shorthand(self, name: str) -> str | None:
+        """The argument a non-mapping value fills for plugin ``name`` (None: no shorthand,
+        or no such plugin)."""
+        entry = self._entries.get(name)
+        return None if entry is None else entry.shorthand
+
     def get(self, name: str) -> type[P] | None:
         """The class registered as ``name``, or None."""
         entry = self._entries.get(name)

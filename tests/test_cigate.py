@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,10 +34,10 @@ ENV = "e" * 64
 Outcomes = dict[str, list[bool | None]]
 
 
-def attempt(task_id: str, i: int, outcome: bool | None) -> AttemptResult:
-    # Seeds depend on (task, attempt) only, as forge derives them, so two results
-    # built from the same task ids pair attempt by attempt.
-    seed = 1000 * (sum(map(ord, task_id)) % 97) + i
+def attempt(task_id: str, i: int, outcome: bool | None, run_seed: int = 1) -> AttemptResult:
+    # Seeds depend on (run seed, task, attempt) only, as forge derives them, so two
+    # results built from the same task ids and run seed pair attempt by attempt.
+    seed = 1000 * (sum(map(ord, task_id)) % 97) + i + 10**6 * (run_seed - 1)
     if outcome is None:
         return AttemptResult(task_id=task_id, attempt=i, seed=seed, stop_reason="error",
                              error="boom", duration_s=0.01)
@@ -45,18 +46,20 @@ def attempt(task_id: str, i: int, outcome: bool | None) -> AttemptResult:
                          score=Score(value=float(outcome), passed=outcome))
 
 
-def make_result(outcomes: Outcomes, *, env: str | None = ENV, k: int = 4) -> EvalResult:
+def make_result(outcomes: Outcomes, *, env: str | None = ENV, k: int = 4,
+                seed: int = 1) -> EvalResult:
     return EvalResult(
-        bench="b", split="dev", k=k, seed=1, config={"x": 1}, config_fingerprint="c" * 64,
+        bench="b", split="dev", k=k, seed=seed, config={"x": 1}, config_fingerprint="c" * 64,
         env_fingerprint=env, env={"k": k}, started_at=datetime(2026, 1, 1, tzinfo=UTC),
         duration_s=1.0,
-        tasks=[TaskResult(task_id=tid, attempts=[attempt(tid, i, o) for i, o in enumerate(os)])
+        tasks=[TaskResult(task_id=tid,
+                          attempts=[attempt(tid, i, o, seed) for i, o in enumerate(os)])
                for tid, os in outcomes.items()])
 
 
-def saved(tmp_path: Path, name: str, outcomes: Outcomes) -> Path:
+def saved(tmp_path: Path, name: str, outcomes: Outcomes, seed: int = 1) -> Path:
     path = tmp_path / name
-    save_result(make_result(outcomes), path)
+    save_result(make_result(outcomes, seed=seed), path)
     return path
 
 
@@ -139,7 +142,60 @@ def test_regression_gate_compares_only_seeds_scored_in_both() -> None:
     cur = make_result({"t": [True, False, None, None], "u": [None]})
     g = regression_gate(cur, base, 0.0)
     assert g.passed
-    assert any("no seed scored in both" in n and "u" in n for n in g.notes)
+    assert any("nothing scored on one side" in n and "u" in n for n in g.notes)
+
+
+def test_regression_gate_compares_another_seed_unpaired() -> None:
+    # A baseline saved with another --seed pairs no attempt: today's green "0 tasks
+    # compared" becomes an unpaired comparison of each task's pass counts.
+    base = make_result({"t1": [True] * 8, "t2": [True] * 8, "t3": [True, False] * 4})
+    same = make_result({"t1": [True] * 8, "t2": [True] * 7 + [False],
+                        "t3": [False, True] * 4}, seed=2)
+    g = regression_gate(same, base, 0.0)
+    assert g.passed  # a drop of 1 in 8 is noise at K = 8, not evidence
+    assert "0 tasks compared by seed, 3 unpaired at α=0.05" in g.reason
+    assert any("compared unpaired" in n and "seed 1" in n and "seed 2" in n for n in g.notes)
+    worse = make_result({"t1": [False] * 8, "t2": [True] * 8, "t3": [True, False] * 4},
+                        seed=2)
+    g = regression_gate(worse, base, 0.0)
+    assert not g.passed
+    assert [f.task_id for f in g.failing] == ["t1"]
+    assert "8/8 → 0/8, unpaired: drop at least" in g.failing[0].detail
+    assert g.failing[0].value == pytest.approx(1.0)
+    # A drop that a margin allows passes; the margin is part of the test, not a shift.
+    assert regression_gate(worse, base, 1.0).passed
+
+
+def test_unpaired_mean_drop_fails_where_no_single_task_can() -> None:
+    # Every task loses 3 of 4 passes: too few attempts to convict any one task after
+    # the Bonferroni split, but the mean over 20 tasks is a clear regression.
+    base = make_result({f"t{i:02d}": [True] * 4 for i in range(20)})
+    cur = make_result({f"t{i:02d}": [True, False, False, False] for i in range(20)}, seed=2)
+    g = regression_gate(cur, base, 0.0)
+    assert not g.passed
+    assert g.failing == ()
+    assert "mean drop over 20 unpaired tasks 75.0%" in g.reason
+
+
+def test_unpaired_gate_fails_an_unchanged_config_at_most_alpha() -> None:
+    # The same config, two seeds: a false failure is one the gate must keep under alpha.
+    rng = random.Random(16)
+    rates = [rng.choice([0.1, 0.3, 0.5, 0.7, 0.9, 1.0]) for _ in range(20)]
+
+    def sample(seed: int) -> EvalResult:
+        return make_result({f"t{i:02d}": [rng.random() < p for _ in range(5)]
+                            for i, p in enumerate(rates)}, seed=seed)
+
+    runs = 300  # 2.8% of 1,500 runs fail; without the Bonferroni split, half of them
+    failures = sum(not regression_gate(sample(2), sample(1), 0.0).passed for _ in range(runs))
+    assert failures / runs <= 0.05
+
+
+def test_nothing_compared_is_refused_not_passed() -> None:
+    base = make_result({"t1": [None, None], "t2": [None]})
+    cur = make_result({"t1": [True, True], "t2": [True]}, seed=2)
+    with pytest.raises(IncomparableError, match="no task scored in both"):
+        regression_gate(cur, base, 0.0, names=("baseline b.json", "current c.json"))
 
 
 def test_regression_gate_refuses_other_environments() -> None:
@@ -222,6 +278,37 @@ def test_incomparable_results_exit_2_with_one_line(tmp_path: Path,
     assert not (tmp_path / "j.xml").exists()
 
 
+def test_baseline_with_another_seed_is_compared_unpaired(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Real results: the same bench, one run with --seed 7 and a config that slips more.
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    assert main(["eval", str(ARITH), "-k", "8", "--set", "temperature=0", "--save", str(a),
+                 "--json"]) == 0
+    assert main(["eval", str(ARITH), "-k", "8", "--set", "temperature=0", "--seed", "7",
+                 "--save", str(b), "--json"]) == 0
+    assert main(["eval", str(ARITH), "-k", "8", "--set", "temperature=1", "--seed", "7",
+                 "--save", str(c), "--json"]) == 0
+    capsys.readouterr()
+    code, out, err = forge(capsys, "gate", b, "--baseline", a, "--junit", tmp_path / "j.xml")
+    assert code == 0, err
+    assert "0 tasks compared by seed, 12 unpaired" in out
+    code, out, err = forge(capsys, "gate", c, "--baseline", a, "--junit", tmp_path / "j.xml")
+    assert code == 1, err
+    assert "| regression | ❌ fail |" in out and "unpaired: drop at least" in out
+    junit = ET.parse(tmp_path / "j.xml").getroot()
+    assert junit.get("failures") != "0"
+
+
+def test_baseline_with_nothing_in_common_exits_2(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    base = saved(tmp_path, "base.json", {"t1": [None, None], "t2": [None]})
+    cur = saved(tmp_path, "cur.json", GOOD, seed=2)
+    assert_one_line_error(*forge(capsys, "gate", cur, "--baseline", base, "--junit",
+                                 tmp_path / "j.xml"),
+                          "no task scored in both", "compare nothing")
+    assert not (tmp_path / "j.xml").exists()  # no green JUnit file left for CI to read
+
+
 def test_same_env_other_config_is_compared(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     a, c = tmp_path / "a.json", tmp_path / "c.json"
@@ -240,6 +327,7 @@ def test_same_env_other_config_is_compared(tmp_path: Path,
     (["--task-floor", "-0.5"], "--task-floor: expected a fraction between 0 and 1, got -0.5"),
     (["--max-drop", "0.1"], "--max-drop: needs --baseline"),
     (["--max-unscored", "-1"], "--max-unscored: expected a whole number >= 0, got -1"),
+    (["--alpha", "0.1"], "--alpha: needs --baseline"),
     (["--min-pass-rate", "abc"], "--min-pass-rate"),
 ])
 def test_bad_options_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],

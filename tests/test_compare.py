@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from forge.bench import Bench
-from forge.compare import diff_results
+from forge.compare import diff_results, require_paired
 from forge.errors import IncomparableError, UserError
 from forge.evaluate import evaluate
 from forge.results import AttemptResult, EvalResult, TaskResult
@@ -97,6 +97,12 @@ def test_a_different_run_seed_pairs_nothing(arith_bench: Bench) -> None:
     diff = diff_results(a, b)
     assert diff.paired == []
     assert diff.mean_delta is None
+    # Said, not shown as a table of dashes and "0 paired tasks": a refusal naming why.
+    with pytest.raises(IncomparableError) as info:
+        require_paired(diff, a, b, names=("a.json", "b.json"))
+    assert "nothing was compared" in str(info.value)
+    assert f"a.json was run with seed {a.seed}, b.json with seed 1" in str(info.value)
+    require_paired(diff_results(a, a), a, a)
 
 
 def test_different_environments_are_refused_naming_what_differs(arith_bench: Bench) -> None:

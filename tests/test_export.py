@@ -28,7 +28,7 @@ from forge.export import (
     task_inputs,
     verify_export,
 )
-from forge.harness import RunOutput
+from forge.harness import RunOutput, ToolCall
 from forge.results import AttemptResult, EvalResult, TaskResult, load_result
 from forge.scorers import Score
 
@@ -75,7 +75,8 @@ def test_only_learning_zone_passing_text_outputs_are_exported(tmp_path: Path) ->
                                               "zone2": {"ticket": "my order is late"}})
     assert summary.line_count == 3
     assert summary.selection == {"tasks": 5, "learning_zone_tasks": 2, "passing_attempts": 5,
-                                 "skipped_not_text": 2, "exported": 3}
+                                 "skipped_not_text": 2, "skipped_duplicate": 0,
+                                 "with_tool_calls": 0, "exported": 3}
     raw = out.read_bytes()
     assert raw.count(b"\n") == 3  # a newline inside an output stays escaped in its line
     lines = [json.loads(line) for line in raw.decode("utf-8").split("\n")[:-1]]
@@ -85,6 +86,83 @@ def test_only_learning_zone_passing_text_outputs_are_exported(tmp_path: Path) ->
     assert lines[2]["messages"] == [{"role": "user", "content": "my order is late"},
                                     {"role": "assistant", "content": "line\nbreak\u2028"}]
     assert verify_export(out).ok  # U+2028 is not a line break to verify
+
+
+def test_exact_duplicate_lines_are_dropped_unless_kept(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    result = make_result({"t": [attempt("t", 0, True, "42"), attempt("t", 1, True, "42"),
+                                attempt("t", 2, True, "forty-two"), attempt("t", 3, False),
+                                attempt("t", 4, True, "42")],
+                          "u": [attempt("u", 0, True, "42"), attempt("u", 1, False)]})
+    out = tmp_path / "o.jsonl"
+    summary = export_sft(result, out, inputs={"t": "6*7?", "u": "40+2?"})
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(set(lines)) == 3  # u's "42" answers another question: kept
+    assert summary.selection["skipped_duplicate"] == 2
+    meta = load_sidecar(sidecar_path(out))
+    assert [(rec.task_id, rec.attempt) for rec in meta.lines] == [("t", 0), ("t", 2),
+                                                                   ("u", 0)]
+    assert verify_export(out).ok
+    kept = export_sft(result, out, inputs={"t": "6*7?", "u": "40+2?"}, keep_duplicates=True)
+    assert kept.line_count == 5 and kept.selection["skipped_duplicate"] == 0
+    assert load_sidecar(sidecar_path(out)).keep_duplicates is True
+    assert verify_export(out).ok  # identical lines share a hash; verify still agrees
+    # The command: counts printed and in the sidecar, --keep-duplicates passed through.
+    saved = tmp_path / "r.json"
+    assert main(["eval", str(ARITH), "-k", "4", "--save", str(saved), "--json"]) == 0
+    capsys.readouterr()
+    code, stdout, err = forge(capsys, "export", "sft", saved, out, "--bench", ARITH)
+    assert code == 0, err
+    dropped = load_sidecar(sidecar_path(out)).selection["skipped_duplicate"]
+    assert dropped > 0 and f"{dropped} exact duplicates left out" in stdout
+    code, stdout, err = forge(capsys, "export", "sft", saved, out, "--bench", ARITH,
+                              "--keep-duplicates")
+    assert code == 0, err
+    assert "0 exact duplicates left out" in stdout
+    assert load_sidecar(sidecar_path(out)).line_count == summary_lines(saved)
+
+
+def summary_lines(saved: Path) -> int:
+    """Passing attempts on learning-zone tasks of a saved result (all text for arith)."""
+    result = load_result(saved)
+    return sum(t.n_passed for t in result.tasks if t.learning_zone)
+
+
+def test_tool_calls_are_exported_as_openai_tool_messages(tmp_path: Path) -> None:
+    calls = [ToolCall(name="lookup_order", args={"order_id": 17}, result={"status": "paid"}),
+             ToolCall(name="refund", args={"order_id": 17, "amount": 9.5}, ok=False,
+                      error="amount exceeds the charge"),
+             ToolCall(name="refund", args={"order_id": 17, "amount": 5}, result="refunded 5")]
+    tool_run = AttemptResult(task_id="t", attempt=0, seed=100, stop_reason="completed",
+                             duration_s=0.01,
+                             output=RunOutput(output="Refunded 5 on order 17.", tool_calls=calls),
+                             score=Score(value=1.0, passed=True))
+    only_tools = AttemptResult(task_id="t", attempt=1, seed=101, stop_reason="completed",
+                               duration_s=0.01, output=RunOutput(output=None, tool_calls=calls),
+                               score=Score(value=1.0, passed=True))
+    result = make_result({"t": [tool_run, only_tools, attempt("t", 2, False)]})
+    out = tmp_path / "o.jsonl"
+    summary = export_sft(result, out, inputs={"t": "refund order 17"}, system="Be careful.")
+    (line,) = out.read_text(encoding="utf-8").splitlines()
+    messages = json.loads(line)["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool",
+                                             "assistant", "tool", "assistant", "tool",
+                                             "assistant"]
+    assert messages[2] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function",
+         "function": {"name": "lookup_order", "arguments": '{"order_id": 17}'}}]}
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_0",
+                           "content": '{"status": "paid"}'}
+    assert json.loads(messages[4]["tool_calls"][0]["function"]["arguments"]) == {
+        "order_id": 17, "amount": 9.5}
+    assert messages[5]["content"] == "error: amount exceeds the charge"
+    assert messages[7] == {"role": "tool", "tool_call_id": "call_2", "content": "refunded 5"}
+    assert messages[8] == {"role": "assistant", "content": "Refunded 5 on order 17."}
+    # Calls without a final answer cannot end a conversation: left out and counted.
+    assert summary.selection["skipped_not_text"] == 1
+    assert summary.selection["with_tool_calls"] == 1
+    assert load_sidecar(sidecar_path(out)).selection["with_tool_calls"] == 1
 
 
 def test_prompt_mapping() -> None:
@@ -154,11 +232,18 @@ def exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, 
 def test_export_of_a_real_result_and_its_sidecar(exported: tuple[Path, Path]) -> None:
     result_path, out = exported
     result = load_result(result_path)
-    expected = [(t.task_id, a.attempt, a.seed, a.score.value if a.score else None,
-                 a.output.output if a.output else None)
-                for t in result.tasks if t.learning_zone
-                for a in t.attempts if a.passed]
+    passing = [(t.task_id, a.attempt, a.seed, a.score.value if a.score else None,
+                a.output.output if a.output else None)
+               for t in result.tasks if t.learning_zone
+               for a in t.attempts if a.passed]
+    # A right arith answer is the same text on every attempt that finds it: each task
+    # gives one line, from its first passing attempt.
+    firsts: dict[tuple[str, object], tuple[str, int, int, float | None, object]] = {}
+    for row in passing:
+        firsts.setdefault((row[0], row[4]), row)
+    expected = list(firsts.values())
     assert expected  # the arith defaults leave most tasks in the learning zone
+    assert len(expected) < len(passing)
     inputs = {t["id"]: t["input"] for t in map(json.loads, (ARITH / "tasks" / "dev.jsonl")
                                                 .read_text(encoding="utf-8").splitlines())}
     raw = out.read_bytes()
@@ -184,6 +269,8 @@ def test_export_of_a_real_result_and_its_sidecar(exported: tuple[Path, Path]) ->
     assert meta["tasks_digest"] == result.env["tasks"]
     assert datetime.fromisoformat(meta["created_at"]).tzinfo is not None
     assert meta["selection"]["exported"] == len(expected)
+    assert meta["selection"]["skipped_duplicate"] == len(passing) - len(expected)
+    assert meta["keep_duplicates"] is False
 
 
 def test_verify_passes_an_untouched_file(exported: tuple[Path, Path],
@@ -290,7 +377,8 @@ def test_export_bad_input_exits_2(exported: tuple[Path, Path], tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = exported
     new = tmp_path / "new.jsonl"
-    assert_one_line_error(*forge(capsys, "export", "sft", result, new), "--bench BENCH")
+    assert_one_line_error(*forge(capsys, "export", "sft", result, new), "Missing option",
+                          "--bench")
     assert_one_line_error(*forge(capsys, "export", "sft", tmp_path / "nope.json", new,
                                  "--bench", ARITH), "file not found")
     assert_one_line_error(*forge(capsys, "export", "sft", result, result, "--bench", ARITH),

@@ -156,8 +156,12 @@ def test_a_damaged_run_json_or_journal_raises_journal_error(tmp_path: Path) -> N
 def test_resolve_run_takes_an_id_or_a_folder_path(journals: Path, tmp_path: Path) -> None:
     assert resolve_run("boost", journals) == journals / "boost"
     assert resolve_run(str(journals / "arith"), tmp_path) == journals / "arith"
-    with pytest.raises(JournalError, match="no run 'nope'"):
+    with pytest.raises(JournalError, match="no such run") as info:
         resolve_run("nope", journals)
+    assert info.value.file == str(journals / "nope" / "run.json")  # the id's place
+    with pytest.raises(JournalError) as info:
+        resolve_run("some/where", journals)
+    assert info.value.file == str(Path("some/where/run.json"))  # a path: that place
     (journals.parent / "not-a-run").mkdir(exist_ok=True)
     with pytest.raises(JournalError):
         resolve_run(str(journals.parent / "not-a-run"), journals)

@@ -9,7 +9,13 @@ import random
 import pytest
 from scipy import stats as st
 
-from forge.stats import mean_interval, paired_test, spent_alpha
+from forge.stats import (
+    drop_lower_bound,
+    mean_interval,
+    paired_test,
+    spent_alpha,
+    wilson_interval,
+)
 
 
 def _samples() -> list[list[float]]:
@@ -115,3 +121,23 @@ def test_mean_interval_matches_scipy() -> None:
     assert one is not None and (one.low, one.high) == (-math.inf, math.inf)
     flat = mean_interval([0.5, 0.5])
     assert flat is not None and (flat.low, flat.high) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize(("a", "b", "low", "high"), [
+    # Newcombe (1998), Statistics in Medicine 17:873, Table II, method 10.
+    ((56, 70), (48, 80), 0.0524, 0.3339),
+    ((9, 10), (3, 10), 0.1705, 0.8090),
+    ((5, 56), (0, 29), -0.0381, 0.1926),
+])
+def test_drop_bound_matches_newcombes_published_intervals(
+        a: tuple[int, int], b: tuple[int, int], low: float, high: float) -> None:
+    assert drop_lower_bound(*a, *b, alpha=0.025) == pytest.approx(low, abs=5e-5)
+    assert -drop_lower_bound(*b, *a, alpha=0.025) == pytest.approx(high, abs=5e-5)
+
+
+def test_wilson_interval_does_not_collapse_at_all_or_nothing() -> None:
+    z = st.norm.ppf(0.975)
+    assert wilson_interval(5, 5, z)[0] == pytest.approx(5 / (5 + z * z))
+    assert wilson_interval(0, 5, z)[0] == 0.0 and wilson_interval(0, 5, z)[1] > 0.4
+    # Nothing observed on a side: nothing can be claimed about the drop.
+    assert drop_lower_bound(3, 5, 0, 0, alpha=0.05) == -1.0

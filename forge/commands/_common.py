@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from forge.executors import EXECUTORS
+
 __all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json"]
 
 #: Tables and messages; stderr for what must not mix with ``--json`` on stdout.
@@ -23,7 +25,8 @@ def print_json(value: Any) -> None:
 
 # Shared by `eval` and `search`: where attempts run.
 ExecutorOption = Annotated[str | None, typer.Option(
-    "--executor", help="where attempts run: local | process | ray (default: the bench's)")]
+    "--executor", metavar="[" + "|".join(EXECUTORS.names()) + "]",
+    help="where attempts run (default: the bench's executor, else local)")]
 WorkersOption = Annotated[int | None, typer.Option(
     "--workers", min=1, help="worker processes or Ray actors (default: the cores)")]
 RayAddressOption = Annotated[str | None, typer.Option(

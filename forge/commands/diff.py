@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from forge.commands._common import out, print_json
-from forge.compare import diff_results
+from forge.compare import diff_results, require_paired
 from forge.report import diff_table
 from forge.results import load_result
 
@@ -16,14 +16,20 @@ __all__ = ["diff_command", "register"]
 
 
 def diff_command(
-    a: Annotated[Path, typer.Argument(metavar="A.json")],
-    b: Annotated[Path, typer.Argument(metavar="B.json")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    a: Annotated[Path, typer.Argument(metavar="A.json",
+                                      help="the reference result (forge eval --save)")],
+    b: Annotated[Path, typer.Argument(metavar="B.json", help="the result compared with A")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print only the comparison as a JSON object")] = False,
 ) -> None:
-    """Compare two saved results task by task (B against A), paired by seed."""
+    """Compare two saved results task by task (B against A), paired by seed.
+
+    Exit 2 when they cannot be compared: other environments, or no seed scored in both.
+    """
     ra, rb = load_result(a), load_result(b)
     names = (str(a), str(b))
     diff = diff_results(ra, rb, names=names)
+    require_paired(diff, ra, rb, names=names)
     if as_json:
         print_json({
             "mean_delta": diff.mean_delta,

@@ -38,13 +38,18 @@ __all__ = ["eval_command", "register"]
 def eval_command(
     bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
                                                help="bench file or folder with bench.yaml")],
-    split: Annotated[str, typer.Option("--split", help="split to evaluate")] = "dev",
+    split: Annotated[str, typer.Option(
+        "--split", metavar="SPLIT",
+        help="which of the bench's splits to evaluate: dev, val, test, or another the "
+             "bench file names under splits")] = "dev",
     config_file: Annotated[Path | None, typer.Option("--config", help="config YAML")] = None,
     assignments: Annotated[list[str] | None, typer.Option(
         "--set", help="override one setting: key=value (repeatable)")] = None,
     k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
     seed: Annotated[int, typer.Option("--seed", help="run seed")] = DEFAULT_SEED,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", min=1,
+        help="attempts in flight at once (default: the bench's rollouts.concurrency)")] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout", min=0.001,
                                                     help="per-attempt timeout (s)")] = None,
     task_ids: Annotated[list[str] | None, typer.Option(

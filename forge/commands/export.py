@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from forge.bench import load_bench
-from forge.errors import OptionError
 from forge.export import export_sft, task_inputs, verify_export
 from forge.results import load_result
 
@@ -32,23 +31,25 @@ def sft_command(
     result_path: Annotated[Path, typer.Argument(metavar="RESULT.json",
                                                 help="a saved result (forge eval --save)")],
     out: Annotated[Path, typer.Argument(metavar="OUT.jsonl", help="the JSONL to write")],
-    bench_path: Annotated[Path | None, typer.Option(
+    # Required: a saved result keeps outputs, not inputs, so without the bench a line
+    # would have an answer and no question.
+    bench_path: Annotated[Path, typer.Option(
         "--bench", metavar="BENCH",
-        help="the bench the result was evaluated on (gives the task inputs)")] = None,
+        help="the bench the result was evaluated on (gives the task inputs)")],
     system: Annotated[str | None, typer.Option(
         "--system", metavar="TEXT", help="a system message to put first on every line")] = None,
+    keep_duplicates: Annotated[bool, typer.Option(
+        "--keep-duplicates",
+        help="keep lines identical to one already written (dropped by default)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
 ) -> None:
-    """Write learning-zone passing text outputs as chat-format JSONL, plus
-    OUT.jsonl.meta.json (fingerprints, per-line task/attempt/score/sha256, file sha256)."""
-    if bench_path is None:
-        # A saved result keeps outputs, not inputs: without the bench a line would
-        # have an answer and no question.
-        raise OptionError("a bench is required (export sft --bench BENCH): a saved result "
-                          "holds the outputs but not the task inputs", option="--bench")
+    """Write learning-zone passing text outputs as chat-format JSONL (tool calls as
+    OpenAI tool_calls / tool messages), plus OUT.jsonl.meta.json (fingerprints,
+    per-line task/attempt/score/sha256, file sha256, counts)."""
     result = load_result(result_path)
     inputs = task_inputs(load_bench(bench_path), result, source=result_path)
-    summary = export_sft(result, out, inputs=inputs, source=result_path, system=system)
+    summary = export_sft(result, out, inputs=inputs, source=result_path, system=system,
+                         keep_duplicates=keep_duplicates)
     if as_json:
         _print_json({"out": str(summary.out), "sidecar": str(summary.sidecar),
                      "line_count": summary.line_count, "sha256": summary.jsonl_sha256,
@@ -56,9 +57,11 @@ def sft_command(
         return
     sel = summary.selection
     sys.stdout.write(
-        f"wrote {summary.out}: {summary.line_count} lines from {sel['learning_zone_tasks']} "
-        f"learning-zone tasks of {sel['tasks']} ({sel['passing_attempts']} passing attempts, "
-        f"{sel['skipped_not_text']} without text output); sidecar {summary.sidecar}\n")
+        f"wrote {summary.out}: {summary.line_count} lines ({sel['with_tool_calls']} with tool "
+        f"calls) from {sel['learning_zone_tasks']} learning-zone tasks of {sel['tasks']}; "
+        f"of {sel['passing_attempts']} passing attempts, {sel['skipped_not_text']} without "
+        f"text output and {sel['skipped_duplicate']} exact duplicates left out; "
+        f"sidecar {summary.sidecar}\n")
     if summary.line_count == 0:
         typer.echo("forge: warning: nothing exported: no learning-zone task has a passing "
                    "text output", err=True)

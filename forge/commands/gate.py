@@ -2,8 +2,9 @@
 by :mod:`forge.report.cigate`.
 
 Exit 0 when every gate passes, 1 when one fails, 2 on bad input: a missing or
-unreadable result, another ``format_version``, an option out of range, or a
-baseline from another environment (one line, no traceback).
+unreadable result, another ``format_version``, an option out of range, a
+baseline from another environment, or one with no task scored in both (one line,
+no traceback).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def gate_command(
         help="regression gate: largest allowed per-task pass-rate drop (default 0)")] = None,
     max_unscored: Annotated[int | None, typer.Option(
         "--max-unscored", metavar="N", help="at most N unscored attempts in all")] = None,
+    alpha: Annotated[float | None, typer.Option(
+        "--alpha", metavar="A",
+        help="regression gate: error level for tasks with no seed in common with the "
+             "baseline, compared unpaired (default 0.05)")] = None,
     junit: Annotated[Path | None, typer.Option(
         "--junit", metavar="F", help="also write JUnit XML to F")] = None,
     as_json: Annotated[bool, typer.Option(
@@ -47,14 +52,17 @@ def gate_command(
     """Gate a saved result for CI: aggregate, per-task floor, baseline regression.
 
     Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).
-    Exit 0 pass, 1 a gate failed, 2 bad input or incomparable results.
+    Exit 0 pass, 1 a gate failed, 2 bad input or incomparable results (including a
+    baseline with no task scored in both).
     """
     if max_drop is not None and baseline is None:
         # Silently ignoring it would let a CI job believe it guards against regressions.
         raise OptionError("needs --baseline B.json to compare against", option="--max-drop")
+    if alpha is not None and baseline is None:
+        raise OptionError("needs --baseline B.json to compare against", option="--alpha")
     options = GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
                           max_drop=0.0 if max_drop is None else max_drop,
-                          max_unscored=max_unscored)
+                          max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha)
     if junit is not None and junit.is_dir():  # found before any output, not after
         raise OptionError(f"{junit} is a folder; expected a file path", option="--junit")
     result = load_result(current)

@@ -18,13 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.errors import OptionError
-from forge.report.journal_view import (
-    run_footer,
-    run_header,
-    run_problems,
-    runs_table,
-    steps_table,
-)
+from forge.report.console import run_lines, run_problems, runs_table
+from forge.report.journal_view import run_footer, run_header, steps_table
 from forge.review import list_runs, load_run_records, resolve_run, step_records
 
 __all__ = ["journal_app", "register"]
@@ -39,7 +34,8 @@ def _console() -> Console:
     # COLUMNS) at the time the command runs.
     return Console()
 
-JournalsOption = Annotated[Path, typer.Option("--journals", help="run folders")]
+JournalsOption = Annotated[Path, typer.Option(
+    "--journals", help="the folder holding the run folders")]
 
 
 def _print_json(value: Any) -> None:
@@ -68,7 +64,16 @@ def list_command(
         where = journals if journals.is_dir() else f"{journals} (no such folder)"
         out.print(f"no runs in {where}", highlight=False, markup=False)
         return
-    out.print(runs_table(runs, title=f"runs in {escape(str(journals))}"))
+    title = f"runs in {escape(str(journals))}"
+    table = runs_table(runs, title, out.width)
+    if table is not None:
+        out.print(table)
+    else:
+        # Too narrow for the table with every id whole: a block per run instead.
+        out.print(title, highlight=False)
+        for i, line in enumerate(run_lines(runs)):
+            # The id lines (even ones) are never broken by forge; the rest may wrap.
+            out.print(line, highlight=False, soft_wrap=i % 2 == 0)
     for line in run_problems(runs):
         out.print(line, highlight=False, soft_wrap=True)
 

@@ -18,8 +18,9 @@ registry_app = typer.Typer(no_args_is_help=True, help="Inspect setting registrie
 
 @registry_app.command("show")
 def registry_show(
-    path: Annotated[Path, typer.Argument(metavar="REGISTRY")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    path: Annotated[Path, typer.Argument(metavar="REGISTRY", help="a registry YAML file")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print only the registry as a JSON object, with its digest")] = False,
 ) -> None:
     """Print a registry's settings, bounds and defaults."""
     registry = load_registry(path)

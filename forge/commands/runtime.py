@@ -21,7 +21,8 @@ runtime_app = typer.Typer(no_args_is_help=True, help="Read the runtime mutator's
 @runtime_app.command("report")
 def runtime_report(
     journal: Annotated[Path, typer.Argument(metavar="JOURNAL", help="runtime journal (JSONL)")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print only the report as a JSON object")] = False,
 ) -> None:
     """How often each runtime rule fired: observed, applied, refused, and its moves."""
     report = summarize_runtime_journal(journal)

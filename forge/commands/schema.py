@@ -1,31 +1,47 @@
-"""``forge schema [registry|bench|all]``: JSON Schemas of the input files, for editors."""
+"""``forge schema [bench|registry|config]``: the JSON Schema of one kind of input file.
+
+Each is printed alone, ready to save and point an editor at (see the README's
+"Editor support"); see :mod:`forge.schemas` for what they check.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from forge.bench import BenchFile
 from forge.commands._common import print_json
 from forge.errors import OptionError
-from forge.registry import Registry
+from forge.registry import load_registry
+from forge.schemas import KINDS, bench_schema, config_schema, registry_schema
 
 __all__ = ["register", "schema_command"]
 
 
 def schema_command(
-    which: Annotated[str, typer.Argument(help="registry, bench, or all")] = "all",
+    kind: Annotated[str, typer.Argument(
+        metavar="[" + "|".join(KINDS) + "]",
+        help="which file: a bench file, a registry, or a config / defaults file of the "
+             "registry given with --registry")] = "bench",
+    registry: Annotated[Path | None, typer.Option(
+        "--registry", metavar="REGISTRY",
+        help="the registry whose config files the schema describes (config only)")] = None,
 ) -> None:
-    """Print JSON Schemas of registry and bench files, for editor validation."""
-    schemas = {"registry": Registry.model_json_schema(), "bench": BenchFile.model_json_schema()}
-    if which == "all":
-        print_json(schemas)
-    elif which in schemas:
-        print_json(schemas[which])
-    else:
-        raise OptionError(f"unknown kind {which!r}; expected registry, bench or all",
-                          option="WHICH")
+    """Print the JSON Schema of one kind of input file, for editor completion and checks."""
+    if kind not in KINDS:
+        raise OptionError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}",
+                          option="KIND")
+    if kind == "config":
+        if registry is None:
+            raise OptionError("a config schema lists one registry's settings: give "
+                              "--registry REGISTRY", option="--registry")
+        print_json(config_schema(load_registry(registry)))
+        return
+    if registry is not None:
+        raise OptionError(f"only a config schema depends on a registry, not a {kind} schema",
+                          option="--registry")
+    print_json(bench_schema() if kind == "bench" else registry_schema())
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ from forge.commands._common import (
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
+from forge.proposers import PROPOSERS
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
 
@@ -29,22 +30,34 @@ def search_command(
     bench_path: Annotated[Path | None, typer.Argument(
         metavar="BENCH", help="bench file or folder with bench.yaml")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="start config")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=0)] = None,
-    patience: Annotated[int | None, typer.Option("--patience", min=1)] = None,
-    budget_rollouts: Annotated[int | None, typer.Option("--budget-rollouts", min=1)] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", min=0, help="stop after N steps (default: the bench's search.max_steps)"
+    )] = None,
+    patience: Annotated[int | None, typer.Option(
+        "--patience", min=1,
+        help="stop after N steps in a row without a promotion (default: the bench's)")] = None,
+    budget_rollouts: Annotated[int | None, typer.Option(
+        "--budget-rollouts", min=1,
+        help="rollout budget: stop once N are spent, to within one screening chunk "
+             "(default: the bench's search.budget)")] = None,
     proposer: Annotated[str, typer.Option(
-        "--proposer", help="auto | sweep | optuna | reflect | llm (a model proposes one "
-                           "move per step; needs FORGE_OPENAI_BASE_URL, optionally "
-                           "FORGE_OPENAI_MODEL and FORGE_OPENAI_API_KEY)")] = "auto",
+        "--proposer", metavar="[" + "|".join(PROPOSERS.names()) + "]",
+        help="who proposes the moves (default auto); llm: a model proposes one move per "
+             "step, needs FORGE_OPENAI_BASE_URL, optionally FORGE_OPENAI_MODEL and "
+             "FORGE_OPENAI_API_KEY")] = "auto",
     executor: ExecutorOption = None,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
     k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
     candidates: Annotated[int | None, typer.Option(
         "--candidates", min=1, help="candidate moves per step")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = DEFAULT_SEED,
-    run_id: Annotated[str | None, typer.Option("--run-id")] = None,
-    resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID")] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="run seed: the same seed gives the same decisions")] = DEFAULT_SEED,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", help="name the run folder (default: bench name and UTC time)")] = None,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", metavar="RUN_ID",
+        help="continue the run RUN_ID under --journals from where it stopped")] = None,
     journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
     from_runtime: Annotated[Path | None, typer.Option(
         "--from-runtime", metavar="JOURNAL",
@@ -53,7 +66,6 @@ def search_command(
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
     from forge.launch import launch_search, resume_search
-    from forge.proposers import PROPOSERS
     from forge.report.live import SearchView
 
     if executor is not None:

@@ -1,4 +1,5 @@
-"""Console views of search runs for ``forge journal list`` and ``forge journal show``.
+"""Console views of one search run for ``forge journal show`` (the list of runs is in
+:mod:`forge.report.console`).
 
 Everything read from a journal (reasons, gate texts, setting values) goes into
 :class:`rich.text.Text` cells, never into markup strings: a proposer's reason may
@@ -7,7 +8,6 @@ well contain ``[brackets]`` that rich would otherwise read as styles.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.markup import escape
@@ -15,77 +15,26 @@ from rich.table import Table
 from rich.text import Text
 
 from forge.journal import RunOptions
-from forge.records import CandidateRecord, ProposalInvalidRecord, SplitDelta
+from forge.records import CandidateRecord, ProposalInvalidRecord
+from forge.report.console import STATUS_STYLE, utc_text
 from forge.review import (
     UNFINISHED,
     Delta,
     RunRecords,
-    RunSummary,
     aux_changes,
     dev_delta,
     failing_gates,
     val_delta,
 )
 
-__all__ = ["run_footer", "run_header", "run_problems", "runs_table", "steps_table"]
+__all__ = ["run_footer", "run_header", "steps_table"]
 
 VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow",
                  "invalid": "magenta"}
-STATUS_STYLE = {"finished": "", UNFINISHED: "yellow", "damaged": "bold red"}
 
 
 def _f(x: float | None, fmt: str = "+.3f") -> str:
     return "—" if x is None else format(x, fmt)
-
-
-def _when(at: datetime | None) -> str:
-    """A start time in UTC, as journals write it, so two people see the same text."""
-    if at is None:
-        return "—"
-    if at.tzinfo is not None:
-        at = at.astimezone(UTC)
-    return at.strftime("%Y-%m-%d %H:%M:%S") + "Z"
-
-
-def _test_text(test: SplitDelta | None) -> str:
-    if test is None or test.delta is None:
-        return "—"
-    return f"{_f(test.delta)}\n{_f(test.ci_low)} .. {_f(test.ci_high)}"
-
-
-def runs_table(runs: list[RunSummary], title: str) -> Table:
-    """One row per run: bench, start time, steps, promotions, stop reason, test Δ.
-
-    A damaged run's row says only "damaged": the problem is a whole sentence naming a
-    file, which :func:`run_problems` prints on its own line under the table.
-    """
-    table = Table(title=title, title_justify="left")
-    table.add_column("run", overflow="fold")
-    table.add_column("bench", overflow="fold")
-    table.add_column("started (UTC)", overflow="fold")
-    # Counts never wrap; on a narrow console the text columns give way instead.
-    table.add_column("steps", justify="right", no_wrap=True)
-    table.add_column("promoted", justify="right", no_wrap=True)
-    table.add_column("stop", overflow="fold")
-    table.add_column("test Δ (95% CI)", overflow="fold")
-    for run in runs:
-        if run.status == "finished":
-            stop = Text(run.stop_reason or "—")
-        else:
-            # The stop reason is known once the stop record is written, even if the
-            # run was then killed while the test split was being evaluated.
-            text = run.status + (f" (stopped: {run.stop_reason})" if run.stop_reason else "")
-            stop = Text(text, style=STATUS_STYLE.get(run.status, ""))
-        table.add_row(Text(run.run_id), Text(run.bench or "—"), _when(run.created_at),
-                      _f(run.steps, "d"), _f(run.promotions, "d"), stop,
-                      _test_text(run.test))
-    return table
-
-
-def run_problems(runs: list[RunSummary]) -> list[Text]:
-    """One line per damaged run: its id and what is wrong with it."""
-    return [Text(f"{run.run_id}: {run.problem}", style=STATUS_STYLE["damaged"])
-            for run in runs if run.problem]
 
 
 def _values(values: dict[str, Any]) -> str:
@@ -116,7 +65,7 @@ def run_header(run: RunRecords) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("bench", Text(f"{info.bench} ({info.bench_path})"))
-    table.add_row("started", _when(info.created_at))
+    table.add_row("started", utc_text(info.created_at))
     table.add_row("seed", str(info.seed))
     table.add_row("start config", Text(f"{_values(info.start_config)} · "
                                        f"{info.start_fingerprint[:12]}"))

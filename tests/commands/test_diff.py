@@ -46,6 +46,14 @@ def test_diff_refuses_mismatched_environments(capsys: pytest.CaptureFixture[str]
     assert_user_error(*forge(capsys, "diff", a, b), "k (1 vs 2)", str(a), str(b))
 
 
+def test_diff_that_compared_nothing_exits_2(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    a = _save(capsys, tmp_path / "a.json", "-k", "2")
+    b = _save(capsys, tmp_path / "b.json", "-k", "2", "--seed", "7")
+    assert_user_error(*forge(capsys, "diff", a, b), "nothing was compared", "seed 7")
+    assert_user_error(*forge(capsys, "diff", a, b, "--json"), "nothing was compared")
+
+
 def test_diff_refuses_a_file_that_is_not_a_result(capsys: pytest.CaptureFixture[str],
                                                   tmp_path: Path) -> None:
     a = _save(capsys, tmp_path / "a.json", "-k", "1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -34,15 +35,40 @@ def test_list_shows_one_row_per_run(capsys: pytest.CaptureFixture[str],
                                     journals: Path) -> None:
     code, out, err = forge(capsys, "journal", "list", "--journals", journals)
     assert code == 0, err
-    rows = {line.split("│")[1].strip(): line for line in out.splitlines()
-            if line.startswith("│") and line.split("│")[1].strip()}
-    assert set(rows) == {"boost", "arith", "cut"}
+    ids = {"boost", "arith", "cut"}
+    rows = {line.split()[0]: line for line in out.splitlines()
+            if line.split() and line.split()[0] in ids}
+    assert set(rows) == ids
     assert "local_optimum" in rows["boost"] or "patience" in rows["boost"]
-    assert re.search(r"│\s+1\s+│", rows["boost"])  # one promotion
+    assert re.search(r"\s\d+ \(1\)\s", rows["boost"])  # steps (one promotion)
     assert re.search(r"\+0\.\d{3}", rows["boost"])  # the test delta
     assert "arith" in rows["arith"]
-    assert "running/interrupted" in rows["cut"]
+    assert "running/" in rows["cut"]  # "interrupted" on the row's next line
     assert out.index("boost") < out.index("arith")  # oldest first
+
+
+@pytest.mark.parametrize("id_length", [29, 34, 70])
+def test_list_at_80_columns_never_wraps_a_run_id(capsys: pytest.CaptureFixture[str],
+                                                 journals: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 id_length: int) -> None:
+    # 29 is forge's own id for a six-letter bench (triage-20261201-120000-123456); a
+    # --run-id can be anything. The table is used when it fits, a block per run if not.
+    monkeypatch.setenv("COLUMNS", "80")
+    ids = []
+    for source in ("boost", "cut", "arith"):
+        run_id = f"{source}-20261201-120000-123456".ljust(id_length, "x")
+        shutil.copytree(journals / source, tmp_path / run_id)
+        ids.append(run_id)
+    code, out, err = forge(capsys, "journal", "list", "--journals", tmp_path)
+    assert code == 0, err
+    lines = out.splitlines()
+    for run_id in ids:
+        assert sum(run_id in line for line in lines) == 1, out  # whole, on one line
+    assert max(map(len, lines)) <= 80, out
+    if id_length in (29, 70):  # the table while it fits, a block per run after
+        assert ("(prom.)" in out) == (id_length == 29), out
+    assert "interrupted" in out and "max_steps" in out  # no column cut away
 
 
 def test_list_json_is_a_list_of_run_objects(capsys: pytest.CaptureFixture[str],
@@ -187,9 +213,9 @@ def test_show_prints_journal_text_literally(capsys: pytest.CaptureFixture[str],
 def test_show_an_unknown_run_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
                                                 journals: Path) -> None:
     assert_user_error(*forge(capsys, "journal", "show", "nope", "--journals", journals),
-                      "no run 'nope'")
+                      f"{journals / 'nope' / 'run.json'}: no such run")
     assert_user_error(*forge(capsys, "journal", "show", "nope", "--journals", journals,
-                             "--json"), "no run 'nope'")
+                             "--json"), "no such run")
 
 
 def test_show_a_damaged_run_json_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],

@@ -227,7 +227,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 def test_an_unknown_run_is_one_line_and_exit_2(
         journals: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "nope", "--journals", str(journals)]) == 2
-    assert "no run 'nope'" in one_error_line(capsys)
+    assert "nope/run.json: no such run" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("damage", ["journal", "attempts", "run.json", "no-start"])
