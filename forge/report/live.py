@@ -135,11 +135,11 @@ def _phase(p: SearchProgress) -> str:
     if p.phase == "screening":
         return f"step {p.step} · screening move {p.index} of {p.of}{move}"
     if p.phase == "confirming":
-        looks = (f"val look {p.val_looks} (after {p.dev_looks} dev)" if p.on_val
+        looks = (f"val look {p.val_looks} (dev {p.dev_looks})" if p.on_val
                  else f"dev look {p.dev_looks}")
         return f"step {p.step} · confirming move {p.index} of {p.of}{move} · {looks}"
     if p.phase == "test":
-        return "test split: start and final config, once, on fresh seeds"
+        return f"test split: start and final config, once, {p.test_rollouts:,} rollouts"
     return "finished"
 
 
@@ -150,7 +150,7 @@ def render_progress(p: SearchProgress) -> RenderableType:
     (attempts run per second since the start): an upper bound when the search stops
     sooner on patience, max_steps or no move left."""
     spent = p.spent
-    lines: list[RenderableType] = [Text.assemble(("search ", "bold"), _phase(p))]
+    lines: list[RenderableType] = [Text(_phase(p), style="bold")]
     budget = p.budget_rollouts
     if budget is not None:
         bar = Table.grid(padding=(0, 1))
@@ -174,7 +174,9 @@ def render_progress(p: SearchProgress) -> RenderableType:
         eta = "ETA — (no rollout budget)" if budget is None else "ETA — (no pace yet)"
     else:
         assert rate is not None  # an ETA needs a pace
-        eta = (f"ETA ≤ {clock(p.eta_s)}: {p.rollouts_left or 0:,} rollouts left "
+        # Only the test split's length is known for sure: before it, an upper bound.
+        bound = "ETA" if p.phase == "test" else "ETA ≤"
+        eta = (f"{bound} {clock(p.eta_s)}: {p.rollouts_left or 0:,} rollouts left "
                f"(with test) at {rate:,.0f}/s")
     lines.append(Text(f"elapsed {clock(p.elapsed_s)} · {eta}"))
     return Group(*lines)

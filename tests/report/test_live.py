@@ -87,7 +87,7 @@ def test_the_panel_shows_phase_rollouts_of_the_budget_incumbent_elapsed_and_eta(
     assert p.rollouts_left == 7_000
     assert p.eta_s == pytest.approx(35.0, rel=0.01)
     lines = rendered(p).splitlines()
-    assert lines[0] == "search step 3 · screening move 2 of 4: retrieval 'bm25' -> 'hybrid'"
+    assert lines[0] == "step 3 · screening move 2 of 4: retrieval 'bm25' -> 'hybrid'"
     assert lines[1].startswith("rollouts 4,000 of 10,000 (40%) ")
     assert lines[2] == "incumbent dev 0.689 ± 0.080 (95% CI, 110 tasks) · 2 promoted"
     assert lines[3] == "elapsed 0:00:10 · ETA ≤ 0:00:35: 7,000 rollouts left (with test) at 200/s"
@@ -107,13 +107,13 @@ def test_confirming_counts_its_dev_then_val_looks_and_test_counts_down_the_test_
     for config, split in ((cand, "dev"), (other, "dev"), (cand, "dev"), (cand, "val")):
         p._batch(config, split, 10)
     assert (p.dev_looks, p.val_looks) == (2, 1)
-    assert rendered(p, 120).splitlines()[0] == (
-        "search step 1 · confirming move 2 of 2: boost False -> True · val look 1 "
-        "(after 2 dev)")
+    assert rendered(p).splitlines()[0] == (
+        "step 1 · confirming move 2 of 2: boost False -> True · val look 1 (dev 2)")
     p.testing()
     assert p.rollouts_left == 1_000  # the test split, all of it still to run
-    assert rendered(p).splitlines()[0] == ("search test split: start and final config, "
-                                           "once, on fresh seeds")
+    lines = rendered(p).splitlines()
+    assert lines[0] == "test split: start and final config, once, 1,000 rollouts"
+    assert lines[-1].startswith("elapsed 0:00:05 · ETA 0:00:10: 1,000 rollouts left")
 
 
 def test_without_a_budget_or_a_pace_the_eta_says_why_it_is_unknown() -> None:
@@ -181,12 +181,12 @@ def test_forge_search_on_a_terminal_draws_every_phase(bench: Path, tmp_path: Pat
                                    "--run-id", "live")
     assert code == 0, drawn[-3000:]
     text = ANSI.sub("", drawn)
-    for phase in ("search start evaluation: the start config's first dev chunk",
-                  "search step 1 · screening move 1 of 2: ",
-                  "search step 1 · confirming move ",
-                  "· dev look 1", "val look 1 (after ",
-                  "search test split: start and final config, once, on fresh seeds",
-                  "search finished"):
+    for phase in ("start evaluation: the start config's first dev chunk",
+                  "step 1 · screening move 1 of 2: ",
+                  "step 1 · confirming move ",
+                  "· dev look 1", "· val look 1 (dev ",
+                  "test split: start and final config, once, 160 rollouts",  # 2 x 20 x k 4
+                  "finished\r\n"):
         assert phase in text, phase
     assert re.search(r"rollouts [\d,]+ of 20,000 \(\d+%\)", text)
     assert re.search(r"incumbent dev \d\.\d{3} ± \d\.\d{3} \(95% CI, \d+ tasks\)", text)
