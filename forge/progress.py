@@ -47,7 +47,6 @@ class SearchProgress:
     #: Rollouts of the test split after the search (start and final, every test task
     #: k times): the rollout budget does not include them, the time left does.
     test_rollouts: int = 0
-    candidates_per_step: int = 0
     phase: Phase = "starting"
     step: int = 0
     #: The move being screened or confirmed, its place in the step (M of N).
@@ -80,10 +79,12 @@ class SearchProgress:
     def attach(self, rollouts: Rollouts) -> None:
         """Follow ``rollouts``: its budget count, and each attempt as it ends."""
         self._rollouts = rollouts
-        rollouts.session.on_batch = self._batch
-        rollouts.session.on_attempt = self._attempt
+        self.started = time.monotonic()  # the pace is the search's, not the bench loading's
+        rollouts.session.on_batch = self.batch
+        rollouts.session.on_attempt = self.attempt_done
 
-    def _batch(self, config: Config, split: str, size: int) -> None:
+    def batch(self, config: Config, split: str, size: int) -> None:
+        """A batch of ``size`` attempts of ``config`` on ``split`` is about to run."""
         # Every look of a confirmation runs the candidate first: one batch, one look.
         if self.phase == "confirming" and config.fingerprint == self._candidate:
             if split == "dev":
@@ -93,7 +94,8 @@ class SearchProgress:
             self.on_val = split == "val"
             self.changed()
 
-    def _attempt(self, result: AttemptResult) -> None:
+    def attempt_done(self, result: AttemptResult) -> None:
+        """An attempt has ended (run now, not found in the store)."""
         with self._lock:  # an executor may end attempts on threads of its own
             self._executed += 1
 
@@ -169,7 +171,6 @@ class ObservedSearch(Search):
         super().__init__(*args, **kwargs)
         self.progress = progress
         progress.budget_rollouts = self.options.budget.rollouts
-        progress.candidates_per_step = self.options.candidates_per_step
         progress.test_rollouts = (2 * self.options.k * len(self.bench.tasks("test"))
                                   if self.options.run_test and "test" in self.bench.splits
                                   else 0)

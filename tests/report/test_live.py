@@ -60,10 +60,10 @@ def fake_rollouts(used: int, executed: int) -> Rollouts:
 
 def progress_at(used: int, *, executed: int, running: int, elapsed: float,
                 budget: int | None = 10_000, test: int = 1_000) -> SearchProgress:
-    p = SearchProgress(budget_rollouts=budget, test_rollouts=test, candidates_per_step=4)
+    p = SearchProgress(budget_rollouts=budget, test_rollouts=test)
     p.attach(fake_rollouts(used, executed))
     for _ in range(executed + running):
-        p._attempt(cast(AttemptResult, None))  # only counted
+        p.attempt_done(cast(AttemptResult, None))  # only counted
     p.started = time.monotonic() - elapsed
     return p
 
@@ -105,7 +105,7 @@ def test_confirming_counts_its_dev_then_val_looks_and_test_counts_down_the_test_
     p.screening(Move(target="boost", before=False, after=True))
     p.confirming(Move(target="boost", before=False, after=True), cand)
     for config, split in ((cand, "dev"), (other, "dev"), (cand, "dev"), (cand, "val")):
-        p._batch(config, split, 10)
+        p.batch(config, split, 10)
     assert (p.dev_looks, p.val_looks) == (2, 1)
     assert rendered(p).splitlines()[0] == (
         "step 1 · confirming move 2 of 2: boost False -> True · val look 1 (dev 2)")
