@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from forge.bench import Bench, BudgetSettings, load_bench
@@ -13,6 +14,7 @@ from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import JOURNAL_FORMAT_VERSION, RunInfo, load_run, new_run_id, write_run
 from forge.moves import Move
+from forge.progress import ObservedSearch, SearchProgress
 from forge.proposers import build_proposer
 from forge.records import AnyRecord
 from forge.registry import Config
@@ -48,8 +50,10 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
                   run_id: str | None = None, journals: Path = DEFAULT_JOURNALS,
                   first_moves: list[Move] | None = None,
                   on_record: Callable[[AnyRecord], None] | None = None,
-                  executor: ExecutorSettings | None = None) -> SearchOutcome:
-    """A new search run in ``journals/<run-id>/``.
+                  executor: ExecutorSettings | None = None,
+                  progress: SearchProgress | None = None) -> SearchOutcome:
+    """A new search run in ``journals/<run-id>/``; ``progress``, if given, is kept
+    current while it runs (for a live view).
 
     ``executor`` (default: the bench's ``executor`` field) is journaled in run.json's
     options, and a resume uses it again unless told otherwise.
@@ -84,12 +88,13 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
                                                 first_moves=list(first_moves or [])),
                    created_at=datetime.now(UTC))
     write_run(folder, info)
-    return _run(bench, info, options, folder, on_record)
+    return _run(bench, info, options, folder, on_record, progress)
 
 
 def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
                   on_record: Callable[[AnyRecord], None] | None = None,
-                  executor: ExecutorSettings | None = None) -> SearchOutcome:
+                  executor: ExecutorSettings | None = None,
+                  progress: SearchProgress | None = None) -> SearchOutcome:
     """Continue a run with the options it was started with; refuses a changed bench.
 
     The run's journaled executor is used unless ``executor`` names another: results do
@@ -118,14 +123,17 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
                                          concurrency=bench.spec.rollouts.concurrency,
                                          timeout_s=bench.spec.rollouts.timeout_s,
                                          executor=executor)
-    return _run(bench, info, options, folder, on_record)
+    return _run(bench, info, options, folder, on_record, progress)
 
 
 def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
-         on_record: Callable[[AnyRecord], None] | None) -> SearchOutcome:
+         on_record: Callable[[AnyRecord], None] | None,
+         progress: SearchProgress | None = None) -> SearchOutcome:
     start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
     proposer = build_proposer(info.options.proposer, registry=bench.registry, run_dir=folder,
                               seed=info.seed)
-    search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
-                    first_moves=list(info.options.first_moves), on_record=on_record)
+    make: Callable[..., Search] = (Search if progress is None
+                                   else partial(ObservedSearch, progress=progress))
+    search = make(bench, start, proposer, options, run_id=info.run_id, folder=folder,
+                  first_moves=list(info.options.first_moves), on_record=on_record)
     return search.run()

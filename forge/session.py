@@ -10,7 +10,7 @@ runs on an event loop of its own, which it also closes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -46,6 +46,10 @@ class Session:
             self.executor.close()
             raise
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Told of each batch before it runs (config, split, size) and of each attempt as
+        #: it ends: what a live view of a search counts (forge.progress).
+        self.on_batch: Callable[[Config, str, int], None] | None = None
+        self.on_attempt: Callable[[AttemptResult], None] | None = None
 
     # -- from async code: the caller's loop -------------------------------------------
 
@@ -82,7 +86,10 @@ class Session:
     def attempts(self, config: Config, keys: Sequence[AttemptKey], *, split: str,
                  stream: str | None = None) -> list[AttemptResult]:
         """:meth:`RolloutEngine.run` on the session's loop."""
-        return self.run(self.engine.run(config, keys, split=split, stream=stream))
+        if self.on_batch is not None and keys:
+            self.on_batch(config, split, len(keys))
+        return self.run(self.engine.run(config, keys, split=split, stream=stream,
+                                        on_attempt=self.on_attempt))
 
     def close(self) -> None:
         """Release harness and executor on the session's loop, then close the loop."""

@@ -66,7 +66,7 @@ def search_command(
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
     from forge.launch import launch_search, resume_search
-    from forge.report.live import SearchView
+    from forge.report.live import SearchView, live_progress
 
     if executor is not None:
         executor_class(executor)  # an unknown name, before anything is read
@@ -74,6 +74,7 @@ def search_command(
         raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
                           option="--proposer")
     view = SearchView(err if as_json else out)
+    progress = None if as_json else live_progress(out)  # None off a terminal: lines only
     if resume is not None:
         if from_runtime is not None:
             raise OptionError("a resumed run keeps the first moves it started with; not "
@@ -82,7 +83,7 @@ def search_command(
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
         outcome = resume_search(resume, journals=journals, on_record=view.on_record,
-                                executor=chosen)
+                                executor=chosen, progress=progress)
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
@@ -101,7 +102,8 @@ def search_command(
                                 run_id=run_id, journals=journals, first_moves=first,
                                 on_record=view.on_record,
                                 executor=bench.executor_settings(executor, workers,
-                                                                 ray_address))
+                                                                 ray_address),
+                                progress=progress)
     if as_json:
         print_json(outcome.as_json())
     else:

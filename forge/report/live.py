@@ -1,13 +1,19 @@
-"""The live view of a search: one line per decision as it is journaled, then a summary."""
+"""The live view of a search: one line per decision as it is journaled, then a summary;
+on a terminal, below them, what the search is doing now (:func:`live_progress`)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
 from rich.markup import escape
+from rich.progress_bar import ProgressBar
 from rich.table import Table
+from rich.text import Text
 
+from forge.progress import SearchProgress
 from forge.records import (
     AnyRecord,
     CandidateRecord,
@@ -20,7 +26,7 @@ from forge.records import (
 if TYPE_CHECKING:
     from forge.search import SearchOutcome
 
-__all__ = ["SearchView"]
+__all__ = ["SearchView", "clock", "live_progress", "render_progress"]
 
 _VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
 #: The start-to-final tolerance check on test, by its status (version 1: passed or not).
@@ -108,3 +114,93 @@ class SearchView:
             self._line("promoted: nothing (the start config stands)")
         changed = {k: v for k, v in end.final_config.items() if end.start_config.get(k) != v}
         self._line(f"final config: {changed or 'unchanged'}")
+
+
+# -- what the search is doing now ----------------------------------------------------------
+
+def clock(seconds: float | None) -> str:
+    """``h:mm:ss`` (``—`` when unknown)."""
+    if seconds is None:
+        return "—"
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def _phase(p: SearchProgress) -> str:
+    move = "" if p.move is None else f": {p.move}"
+    if p.phase == "starting":
+        return "opening the bench's executor"
+    if p.phase == "start":
+        return "start evaluation: the start config's first dev chunk"
+    if p.phase == "screening":
+        return f"step {p.step} · screening move {p.index} of {p.of}{move}"
+    if p.phase == "confirming":
+        looks = (f"val look {p.val_looks} (dev {p.dev_looks})" if p.on_val
+                 else f"dev look {p.dev_looks}")
+        return f"step {p.step} · confirming move {p.index} of {p.of}{move} · {looks}"
+    if p.phase == "test":
+        return f"test split: start and final config, once, {p.test_rollouts:,} rollouts"
+    return "finished"
+
+
+def render_progress(p: SearchProgress) -> RenderableType:
+    """What the search does now, four lines: phase; rollouts of the budget; the
+    incumbent's dev score with its 95% interval; elapsed and ETA. The ETA is the
+    rollouts left (the budget's rest plus the test split's) over the pace so far
+    (attempts run per second since the start): an upper bound when the search stops
+    sooner on patience, max_steps or no move left."""
+    spent = p.spent
+    lines: list[RenderableType] = [Text(_phase(p), style="bold")]
+    budget = p.budget_rollouts
+    if budget is not None:
+        bar = Table.grid(padding=(0, 1))
+        bar.add_column(no_wrap=True)
+        bar.add_column(width=24)
+        bar.add_row(f"rollouts {spent:,} of {budget:,} ({min(spent / budget, 9.99):.0%})",
+                    ProgressBar(total=budget, completed=min(spent, budget), width=24))
+        lines.append(bar)
+    else:
+        lines.append(Text(f"rollouts {spent:,} (no rollout budget)"))
+    inc = p.incumbent
+    if inc is not None:
+        shown = (f" ± {inc.half_width:.3f}" if inc.n > 1 and math.isfinite(inc.half_width)
+                 else "")
+        lines.append(Text(f"incumbent dev {inc.mean:.3f}{shown} (95% CI, {inc.n} tasks) · "
+                          f"{p.promotions} promoted"))
+    rate = p.rate
+    if p.phase == "done":
+        eta = "done"
+    elif p.eta_s is None:
+        eta = "ETA — (no rollout budget)" if budget is None else "ETA — (no pace yet)"
+    else:
+        assert rate is not None  # an ETA needs a pace
+        # Only the test split's length is known for sure: before it, an upper bound.
+        bound = "ETA" if p.phase == "test" else "ETA ≤"
+        eta = (f"{bound} {clock(p.eta_s)}: {p.rollouts_left or 0:,} rollouts left "
+               f"(with test) at {rate:,.0f}/s")
+    lines.append(Text(f"elapsed {clock(p.elapsed_s)} · {eta}"))
+    return Group(*lines)
+
+
+def live_progress(console: Console) -> SearchProgress | None:
+    """A progress that draws itself on ``console`` below the decision lines while the
+    search runs (a rich ``Live``, redrawn four times a second; the last frame stays);
+    None when ``console`` is not a terminal: a log or a pipe gets the lines only."""
+    if not console.is_terminal:
+        return None
+    progress = SearchProgress()
+    live = Live(_Renderable(progress), console=console, refresh_per_second=4,
+                transient=False, redirect_stdout=False, redirect_stderr=False)
+    progress.on_begin, progress.on_end = live.start, live.stop
+    progress.on_change = live.refresh
+    return progress
+
+
+class _Renderable:
+    """Rendered afresh at each refresh: the panel of the progress as it is now."""
+
+    def __init__(self, progress: SearchProgress) -> None:
+        self.progress = progress
+
+    def __rich__(self) -> RenderableType:
+        return render_progress(self.progress)

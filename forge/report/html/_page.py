@@ -22,6 +22,7 @@ from forge.report.html._charts import (
 )
 from forge.report.html._data import RunReport, number
 from forge.report.html._svg import esc, fmt
+from forge.report.html._tables import decisions_table, tolerance_status, tolerance_table
 
 __all__ = ["render_page"]
 
@@ -57,7 +58,13 @@ th, td { border-bottom: 1px solid #d8dee4; padding: 4px 10px; text-align: left;
          vertical-align: top; }
 th { background: #f6f8fa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.pass { color: #116329; } td.fail { color: #a40e26; }
+td.pass { color: #116329; } td.fail { color: #a40e26; } td.warn { color: #9a6700; }
+td.verdict-promoted { color: #116329; } td.verdict-rejected { color: #a40e26; }
+td.verdict-skipped { color: #57606a; }
+tr.promoted td { background: #dafbe1; }
+ul.reasons { margin: 0; padding-left: 16px; max-width: 520px; }
+h3 { font-size: 15px; margin: 16px 0 4px; }
+.headline.warn { border-left-color: #bf8700; }
 td small { color: #57606a; display: block; max-width: 300px; }
 tr.changed td { background: #dafbe1; }
 .bar { display: inline-block; height: 10px; background: #1f6feb; vertical-align: middle; }
@@ -131,6 +138,16 @@ def _test_section(report: RunReport) -> str:
             tone, words = "bad", "the final config is worse on test (the interval excludes 0)"
         else:
             tone, words = "", "no change shown on test (the interval includes 0)"
+        # A better score never reads as all good while a tolerance is broken or unshown.
+        statuses = [tolerance_status(check) for check in test.aux]
+        if "beyond" in statuses:
+            tone = "bad"
+            words += (f"; but {statuses.count('beyond')} auxiliary tolerance(s) BEYOND "
+                      "the allowance from start to final (below)")
+        elif "unclear" in statuses:
+            tone = "warn" if tone == "good" else tone
+            words += (f"; {statuses.count('unclear')} auxiliary tolerance(s) unclear from "
+                      "start to final (below)")
         p = number(test.p_value_two_sided)
         out.append(
             f'<p class="headline {tone}" id="test-result"><b>test</b> '
@@ -138,6 +155,7 @@ def _test_section(report: RunReport) -> str:
             f"Δ {esc(fmt(delta, '+.3f'))} (95% CI {esc(fmt(low, '+.3f'))} .. "
             f"{esc(fmt(high, '+.3f'))}), p = {esc(fmt(p, '.3g'))} two-sided, "
             f"{esc(test.n_tasks)} tasks: {esc(words)}.</p>")
+        out.append(tolerance_table(test))
     blocks: list[tuple[str, SplitDelta | TestRecord]] = []
     if report.end is not None:
         blocks += [("dev", report.end.dev), ("val", report.end.val)]  # empty: not drawn
@@ -260,8 +278,10 @@ def render_page(report: RunReport) -> str:
         "<h2>Every candidate</h2>",
         '<p class="caption">One row per decision in journal order: the screening effect (dot) '
         "and, for the one candidate per step that was confirmed, the confirmation effect on "
-        "fresh seeds (diamond). Hover a row for its gates and reasons.</p>",
+        "fresh seeds (diamond). The table below it says where each was decided, which "
+        "gate refused it and why.</p>",
         forest_plot(report),
+        decisions_table(report),
         "<h2>Budget spent</h2>",
         budget_chart(report),
         "<h2>Auxiliary metrics at each promotion</h2>",

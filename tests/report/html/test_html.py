@@ -266,11 +266,15 @@ def chromium() -> str:
     pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
 
 
+#: The window of every headless run: tall enough for every chart of the test runs' pages.
+WINDOW = (1280, 3000)
+
+
 def headless(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}",
-             "--window-size=1280,2000"]
+             f"--window-size={WINDOW[0]},{WINDOW[1]}"]
     return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120,
                           check=False)
 
@@ -360,7 +364,7 @@ def test_the_page_loads_in_chromium_without_console_output_and_its_charts_render
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
     pixels = decode_png(shot.read_bytes())
-    assert pixels.shape[:2] == (2000, 1280)
+    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
     rgb = pixels[..., :3]
     assert np.any(rgb < 240, axis=-1).mean() > 0.05  # not a blank page
     assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 100
@@ -370,7 +374,7 @@ def test_the_page_loads_in_chromium_without_console_output_and_its_charts_render
                 "chart-forest": ["promoted", "rejected"], "chart-budget": ["budget"]}
     for chart, colors in expected.items():
         x, y, w, h = boxes[chart]
-        assert y + h <= 2000, f"{chart} is below the screenshot"
+        assert y + h <= WINDOW[1], f"{chart} is below the screenshot"
         crop = pixels[y:y + h, x:x + w]
         assert np.any(crop[..., :3] < 240, axis=-1).mean() > 0.02, chart
         for color in colors:
@@ -382,3 +386,149 @@ def test_write_html_replaces_an_older_report(journals: Path, tmp_path: Path) -> 
     out.write_text("old", encoding="utf-8")
     assert write_html(journals / "r1", out) == out
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+# -- the whole truth in text: tolerances start -> final, refusals with their reasons -------
+
+TRAPS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    dev = task.id.startswith("dev")
+    p = 0.5 + (0.3 if config["boost"] else 0.0)
+    if config["knob"] == 3:  # a dev-only gain: val must refuse it
+        p += 0.4 if dev else -0.3
+    if config["knob"] == 1:  # a real gain at three times the cost: the tolerance refuses it
+        p += 0.3
+    ok = random.Random(ctx.seed).random() < min(p, 0.95)
+    cost = (1.1 if config["boost"] else 1.0) * (3.0 if config["knob"] == 1 else 1.0)
+    return {"output": task.expected if ok else "wrong", "cost": cost}
+"""
+
+
+@pytest.fixture(scope="module")
+def traps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run ``r2`` (under a second) refused in every way a printout must tell
+    apart: by val at confirmation, by the cost tolerance at screening, by futility at
+    screening, held back by the memory; and ``boost`` promoted."""
+    root = tmp_path_factory.mktemp("traps")
+    bench = write_search_bench(root / "bench", TRAPS, tasks=search_tasks(24, 20, 20),
+                               metrics=METRICS)
+    launch_search(bench, run_id="r2", journals=root / "journals")
+    return root / "journals" / "r2"
+
+
+def decision_rows(page: str) -> list[list[str]]:
+    """The decisions table's rows as lists of cell texts (tags stripped, unescaped)."""
+    table = re.search(r'<table id="decisions-table">(.*?)</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(1), re.S)[1:]
+    # A list item or a <small> is a line of its own; other tags run with their text.
+    return [[" ".join(html.unescape(re.sub(r"<[^>]+>", "", re.sub(
+        r"</li>|<small>", " ", cell))).split())
+             for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+
+
+def test_every_decision_says_where_it_was_decided_which_gate_refused_it_and_why(
+        traps: Path) -> None:
+    decisions = [r for r in records(traps) if r["kind"] == "candidate"]
+    rows = decision_rows(render_html(traps))
+    assert len(rows) == len(decisions)
+    stages = {}
+    for row, d in zip(rows, decisions, strict=True):
+        step, _, verdict, stage, gate, why = row
+        assert (step, verdict) == (str(d["step"]), d["verdict"])
+        failing = [g for g in d["gates"] if not g["passed"]]
+        assert gate == (failing[0]["name"] if failing else "—")
+        for g in failing:
+            assert " ".join(f"{g['name']}: {g['reason']}".split()) in why
+        if d.get("why"):
+            assert " ".join(d["why"].split()) in why
+        stages[(d["verdict"], gate, (d["dev"] or {}).get("screen", {}).get("status"))] = stage
+    # Each kind of refusal reads differently, in words, not only in a tooltip.
+    assert stages[("rejected", "val", "pass")] == "refused at confirmation"
+    assert stages[("rejected", "aux:cost", "aux")] == "dropped at screening: past a tolerance"
+    assert stages[("rejected", "dev", "futile")] == "dropped at screening: futility"
+    assert stages[("rejected", "—", "held")] == "held back by the memory of an earlier refusal"
+    assert stages[("promoted", "—", "pass")] == "confirmed: every gate passed"
+
+
+def tolerance_rows(page: str) -> list[list[str]]:
+    table = re.search(r'<table id="tolerance-table">(.*?)</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
+    return [[html.unescape(re.sub(r"<[^>]+>", "", cell))
+             for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+
+
+def test_the_test_section_shows_each_tolerance_from_start_to_final(journals: Path) -> None:
+    test = next(r for r in records(journals / "r1") if r["kind"] == "test")
+    assert [a["details"]["status"] for a in test["aux"]] == ["within"]
+    rows = tolerance_rows(render_html(journals / "r1"))
+    assert rows == [["cost", "within", test["aux"][0]["reason"], "20"]]
+    assert "allowed +25.0%" in rows[0][2] and "upper bound of regression" in rows[0][2]
+
+
+@pytest.mark.parametrize(("status", "word", "tone"), [("beyond", "BEYOND", "bad"),
+                                                      ("unclear", "unclear", "warn")])
+def test_a_better_test_score_never_reads_green_over_a_tolerance_not_shown(
+        copy_run: Path, status: str, word: str, tone: str) -> None:
+    lines = (copy_run / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    n, record = next((n, r) for n, r in enumerate(map(json.loads, lines)) if r["kind"] == "test")
+    record["aux"][0]["details"]["status"] = status
+    record["aux"][0]["passed"] = status != "beyond"
+    record["aux"][0]["reason"] = f"cost +30.0% (upper bound of regression +41.0%, allowed " \
+                                 f"+25.0%): {status}"
+    lines[n] = json.dumps(record)
+    (copy_run / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_html(copy_run)
+    assert tolerance_rows(page)[0][:3] == ["cost", word, record["aux"][0]["reason"]]
+    headline = re.search(r'<p class="headline (\w*)" id="test-result">(.*?)</p>', page)
+    assert headline is not None and headline.group(1) == tone
+    assert f"1 auxiliary tolerance(s) {word}" in html.unescape(headline.group(2))
+
+
+def test_a_version_1_check_without_a_status_reads_as_passed_or_beyond(copy_run: Path) -> None:
+    lines = (copy_run / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    n, record = next((n, r) for n, r in enumerate(map(json.loads, lines)) if r["kind"] == "test")
+    record["aux"][0]["details"] = {}
+    record["aux"][0]["passed"] = False
+    lines[n] = json.dumps(record)
+    (copy_run / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert tolerance_rows(render_html(copy_run))[0][1] == "BEYOND"
+
+
+# Appended to a copy of the page: the text a reader sees once every chart is gone.
+# innerText leaves out what is not rendered (the <title>, display:none, closed
+# <details>), and removing the SVGs first leaves out every tooltip and chart label.
+VISIBLE_TEXT_PROBE = """<script>
+document.querySelectorAll("svg").forEach(function (svg) { svg.remove(); });
+document.documentElement.setAttribute("data-visible-text", document.body.innerText);
+</script></body>"""
+
+
+def test_chromium_shows_the_tolerance_check_and_each_refusal_as_visible_text(
+        traps: Path, tmp_path: Path) -> None:
+    exe = chromium()
+    page = tmp_path / "report.html"
+    assert main(["report", str(traps), "--html", str(page)]) == 0
+    probed = tmp_path / "probed.html"
+    text = page.read_text(encoding="utf-8")
+    assert text.count("</body>") == 1
+    probed.write_text(text.replace("</body>", VISIBLE_TEXT_PROBE), encoding="utf-8")
+    dom = headless(exe, tmp_path / "profile-text", "--dump-dom", probed.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-visible-text="([^"]*)"', dom.stdout)
+    assert found is not None, dom.stdout[:2000]
+    visible = " ".join(html.unescape(found.group(1)).split())
+    recs = records(traps)
+    test = next(r for r in recs if r["kind"] == "test")
+    for check in test["aux"]:
+        assert f"{check['name'][4:]} {check['details']['status']} {check['reason']}" in visible
+    refusals = [(g["name"], g["reason"]) for r in recs if r["kind"] == "candidate"
+                for g in r["gates"] if not g["passed"]]
+    assert {name for name, _ in refusals} >= {"val", "aux:cost", "dev"}
+    for name, reason in refusals:
+        assert f"{name}: {' '.join(reason.split())}" in visible, name
+    for stage in ("refused at confirmation", "dropped at screening: past a tolerance",
+                  "dropped at screening: futility"):
+        assert stage in visible
