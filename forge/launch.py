@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 
 from forge.bench import Bench, BudgetSettings, load_bench
@@ -14,7 +13,7 @@ from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import JOURNAL_FORMAT_VERSION, RunInfo, load_run, new_run_id, write_run
 from forge.moves import Move
-from forge.progress import ObservedSearch, SearchProgress
+from forge.progress import SearchProgress
 from forge.proposers import build_proposer
 from forge.records import AnyRecord
 from forge.registry import Config
@@ -132,8 +131,7 @@ def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
     start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
     proposer = build_proposer(info.options.proposer, registry=bench.registry, run_dir=folder,
                               seed=info.seed)
-    make: Callable[..., Search] = (Search if progress is None
-                                   else partial(ObservedSearch, progress=progress))
-    search = make(bench, start, proposer, options, run_id=info.run_id, folder=folder,
-                  first_moves=list(info.options.first_moves), on_record=on_record)
+    search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
+                    first_moves=list(info.options.first_moves), on_record=on_record,
+                    progress=progress)
     return search.run()

@@ -3,9 +3,9 @@
 A live view reads :class:`SearchProgress` while the search writes it. The journal
 says what was decided; this says what is being worked on between two decisions (a
 screening passes without a record, and the confirmation after it can take longer
-than everything before). :class:`ObservedSearch` is the search with the few calls
-that keep the progress current; it decides exactly what :class:`~forge.search.Search`
-decides. The library itself draws nothing: ``forge.report.live`` does, on a terminal.
+than everything before). :class:`~forge.search.Search` keeps one current (it only
+records; no decision reads it). The library itself draws nothing: ``forge.report.live``
+does, on a terminal.
 """
 
 from __future__ import annotations
@@ -15,21 +15,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from forge.attempt_cache import Rollouts
 from forge.moves import Move
-from forge.proposers import Proposal
-from forge.proposers._base import EvaluatedConfig
-from forge.records import CandidateRecord, PromotedMove, StopReason
 from forge.registry import Config
 from forge.results import AttemptResult
-from forge.screening import Screen
-from forge.search import Search, SearchOutcome
-from forge.stats import Interval, mean_interval
+from forge.stats import Interval
 
-__all__ = ["ObservedSearch", "Phase", "SearchProgress"]
+__all__ = ["Phase", "SearchProgress"]
 
 Phase = Literal["starting", "start", "screening", "confirming", "test", "done"]
 
@@ -104,8 +98,23 @@ class SearchProgress:
         if self.on_change is not None:
             self.on_change()
 
-    def begin_step(self, step: int, proposals: int) -> None:
+    def begin(self) -> None:
+        """The search starts running attempts."""
+        self.phase = "start"
+        if self.on_begin is not None:
+            self.on_begin()
+        self.changed()
+
+    def end(self) -> None:
+        """The search has ended, however it ended."""
+        self.finished = time.monotonic()
+        self.phase = "done"
+        if self.on_end is not None:
+            self.on_end()
+
+    def begin_step(self, step: int, proposals: int, incumbent: Interval | None) -> None:
         self.step, self.of, self.index = step, proposals, 0
+        self.incumbent = incumbent
 
     def screening(self, move: Move) -> None:
         self.move, self.index, self.phase = _move_text(move), self.index + 1, "screening"
@@ -162,63 +171,3 @@ class SearchProgress:
         if left is None or rate is None or not math.isfinite(rate) or rate <= 0:
             return None
         return left / rate
-
-
-class ObservedSearch(Search):
-    """:class:`~forge.search.Search` keeping a :class:`SearchProgress` current."""
-
-    def __init__(self, *args: Any, progress: SearchProgress, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.progress = progress
-        progress.budget_rollouts = self.options.budget.rollouts
-        progress.test_rollouts = (2 * self.options.k * len(self.bench.tasks("test"))
-                                  if self.options.run_test and "test" in self.bench.splits
-                                  else 0)
-
-    def _run(self) -> SearchOutcome:
-        p = self.progress
-        p.attach(self.rollouts)
-        p.phase = "start"
-        if p.on_begin is not None:
-            p.on_begin()
-        p.changed()
-        try:
-            return super()._run()
-        finally:
-            p.finished = time.monotonic()
-            p.phase = "done"
-            if p.on_end is not None:
-                p.on_end()
-
-    def _proposals(self, step: int, incumbent: Config, untried: list[Move],
-                   history: list[EvaluatedConfig]) -> list[Proposal]:
-        proposals = super()._proposals(step, incumbent, untried, history)
-        known = self.rollouts.peek(incumbent, "dev", self.dev_order, range(self.options.k))
-        means = []
-        for items in known.values():
-            # Unscored attempts are left out, never counted as 0, as everywhere in forge.
-            values = [a.score.value for a in items if a.scored and a.score is not None]
-            if values:
-                means.append(math.fsum(values) / len(values))
-        self.progress.incumbent = mean_interval(means, 0.95)
-        self.progress.begin_step(step, len(proposals))
-        return proposals
-
-    def head(self, step: int, incumbent: Config, proposal: Proposal
-             ) -> partial[CandidateRecord]:
-        self.progress.screening(proposal.move)
-        return super().head(step, incumbent, proposal)
-
-    def _confirm(self, step: int, incumbent: Config, screened: Screen,
-                 head: partial[CandidateRecord]) -> tuple[Move, Config] | None:
-        self.progress.confirming(screened.proposal.move, screened.candidate)
-        promoted = super()._confirm(step, incumbent, screened, head)
-        if promoted is not None:
-            self.progress.promotions += 1
-        return promoted
-
-    def _finish(self, stop_reason: StopReason, steps: int, promotions: list[PromotedMove],
-                final: Config) -> SearchOutcome:
-        self.progress.testing()
-        return super()._finish(stop_reason, steps, promotions, final)
-

@@ -42,6 +42,7 @@ from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter, RunOptions
 from forge.memory import MoveMemory, MoveNote
 from forge.moves import Move, apply_move, candidate_moves, move_kind
+from forge.progress import SearchProgress
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
 from forge.records import (
@@ -66,7 +67,7 @@ from forge.registry import Config
 from forge.results import TaskAttempts
 from forge.screening import Screen, Screening
 from forge.session import Session
-from forge.stats import PairedTest, paired_test, spent_alpha
+from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
 from forge.store import AttemptStore
 
 __all__ = ["STOP_TEXT", "Search", "SearchOptions", "SearchOutcome"]
@@ -204,7 +205,8 @@ class Search:
 
     def __init__(self, bench: Bench, start: Config, proposer: Proposer, options: SearchOptions,
                  *, run_id: str, folder: Path, first_moves: list[Move] | None = None,
-                 on_record: Callable[[AnyRecord], None] | None = None) -> None:
+                 on_record: Callable[[AnyRecord], None] | None = None,
+                 progress: SearchProgress | None = None) -> None:
         self.bench = bench
         self.start = start
         self.proposer = proposer
@@ -232,6 +234,11 @@ class Search:
         self._rng("val-order").shuffle(val)
         self.val_order = val
         self.val_chunk = max(2, math.ceil(len(val) / max(1, options.chunks))) if val else 0
+        # What a live view shows between two records; kept whether or not one watches.
+        self.progress = progress if progress is not None else SearchProgress()
+        self.progress.budget_rollouts = options.budget.rollouts
+        self.progress.test_rollouts = (2 * options.k * len(bench.tasks("test"))
+                                       if options.run_test and "test" in bench.splits else 0)
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -290,7 +297,12 @@ class Search:
                 alpha=self.options.screen_alpha, budget_left=self._budget_left,
                 slack=self.slack, emit=self._emit, totals=self._totals,
                 standing=lambda metric: self.standing.get(metric, 0.0))
-            return self._run()
+            self.progress.attach(self.rollouts)
+            self.progress.begin()
+            try:
+                return self._run()
+            finally:
+                self.progress.end()
 
     def _run(self) -> SearchOutcome:
         opts = self.options
@@ -326,6 +338,7 @@ class Search:
                 break
             step += 1
             proposals = self._proposals(step, incumbent, untried, history)
+            self.progress.begin_step(step, len(proposals), self._incumbent_interval(incumbent))
             promoted = self._step(step, incumbent, proposals, tried, history)
             if promoted is not None:
                 move, incumbent = promoted
@@ -392,8 +405,21 @@ class Search:
                 break
         return unique
 
+    def _incumbent_interval(self, incumbent: Config) -> Interval | None:
+        """The incumbent's mean over the dev tasks it has run on the screening seeds,
+        with its 95% interval (for the live view; nothing is run for it)."""
+        known = self.rollouts.peek(incumbent, "dev", self.dev_order, range(self.options.k))
+        means = []
+        for items in known.values():
+            # Unscored attempts are left out, never counted as 0, as everywhere in forge.
+            values = [a.score.value for a in items if a.scored and a.score is not None]
+            if values:
+                means.append(math.fsum(values) / len(values))
+        return mean_interval(means, 0.95)
+
     def head(self, step: int, incumbent: Config, proposal: Proposal) -> _CandidateHead:
         move = proposal.move
+        self.progress.screening(move)
         return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
                        move_kind=move_kind(self.bench.registry, move),
                        proposer=proposal.proposer, reason=proposal.reason,
@@ -436,7 +462,10 @@ class Search:
             if screened.status != "pass":
                 self._annotate(step, screened, None)
                 continue
+            self.progress.confirming(screened.proposal.move, screened.candidate)
             promoted = self._confirm(step, incumbent, screened, head)
+            if promoted is not None:
+                self.progress.promotions += 1
             if promoted is not None or self._out_of_budget:
                 return promoted
         return None
@@ -538,6 +567,7 @@ class Search:
 
     def _finish(self, stop_reason: StopReason, steps: int, promotions: list[PromotedMove],
                 final: Config) -> SearchOutcome:
+        self.progress.testing()
         # dev and val: the tasks both configs ran (the search runs no more to report).
         dev = self._block(self._known(self.start, "dev"), self._known(final, "dev"))
         val = (self._block(self._known(self.start, "val"), self._known(final, "val"))

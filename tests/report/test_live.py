@@ -78,7 +78,7 @@ def test_the_panel_shows_phase_rollouts_of_the_budget_incumbent_elapsed_and_eta(
     # 3,800 counted + 200 of the batch now running; 2,000 run in 10 s: 200 a second;
     # left: 6,000 of the budget + 1,000 for the test split = 7,000, so 35 s.
     p = progress_at(3_800, executed=1_800, running=200, elapsed=10.0)
-    p.begin_step(3, 4)
+    p.begin_step(3, 4, None)
     p.screening(Move(target="temperature", before=0.7, after=0.6))
     p.screening(Move(target="retrieval", before="bm25", after="hybrid"))
     p.incumbent = Interval(0.689, 0.609, 0.769, 110, 0.95)
@@ -100,7 +100,7 @@ def test_confirming_counts_its_dev_then_val_looks_and_test_counts_down_the_test_
     cand = registry.validate_config({"boost": True, "knob": 2})
     other = registry.validate_config({"boost": False, "knob": 2})
     p = progress_at(500, executed=500, running=0, elapsed=5.0)
-    p.begin_step(1, 2)
+    p.begin_step(1, 2, None)
     p.screening(Move(target="knob", before=2, after=3))
     p.screening(Move(target="boost", before=False, after=True))
     p.confirming(Move(target="boost", before=False, after=True), cand)
