@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import shlex
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -19,10 +23,15 @@ from forge.commands._common import (
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
+from forge.interrupt import RunInterrupted, received
+from forge.journal import new_run_id
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
 
 __all__ = ["register", "search_command"]
+
+#: Where run folders go (as ``forge.launch.DEFAULT_JOURNALS``, which is imported late).
+DEFAULT_JOURNALS = Path("journals")
 
 
 def search_command(
@@ -45,7 +54,7 @@ def search_command(
     seed: Annotated[int, typer.Option("--seed")] = DEFAULT_SEED,
     run_id: Annotated[str | None, typer.Option("--run-id")] = None,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID")] = None,
-    journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
+    journals: Annotated[Path, typer.Option("--journals", help="run folders")] = DEFAULT_JOURNALS,
     from_runtime: Annotated[Path | None, typer.Option(
         "--from-runtime", metavar="JOURNAL",
         help="try first the moves the runtime mutator proposed most often")] = None,
@@ -69,8 +78,9 @@ def search_command(
         # The journaled executor, unless the command line names one.
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
-        outcome = resume_search(resume, journals=journals, on_record=view.on_record,
-                                executor=chosen)
+        with _resumable(resume, journals):
+            outcome = resume_search(resume, journals=journals, on_record=view.on_record,
+                                    executor=chosen)
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
@@ -83,17 +93,36 @@ def search_command(
                 f"runtime journal {from_runtime}: {len(first)} move(s) first in the queue"
                 + (": " + ", ".join(str(m) for m in first) if first else ""),
                 highlight=False, markup=False, soft_wrap=True)
-        outcome = launch_search(bench_path, start=start, max_steps=max_steps, patience=patience,
-                                budget_rollouts=budget_rollouts, k=k, seed=seed,
-                                proposer=proposer, candidates_per_step=candidates,
-                                run_id=run_id, journals=journals, first_moves=first,
-                                on_record=view.on_record,
-                                executor=bench.executor_settings(executor, workers,
-                                                                 ray_address))
+        # Chosen here, so that an interruption can name the run to resume.
+        run_id = run_id or new_run_id(bench.name)
+        with _resumable(run_id, journals):
+            outcome = launch_search(bench_path, start=start, max_steps=max_steps,
+                                    patience=patience, budget_rollouts=budget_rollouts, k=k,
+                                    seed=seed, proposer=proposer,
+                                    candidates_per_step=candidates, run_id=run_id,
+                                    journals=journals, first_moves=first,
+                                    on_record=view.on_record,
+                                    executor=bench.executor_settings(executor, workers,
+                                                                     ray_address))
     if as_json:
         print_json(outcome.as_json())
     else:
         view.summary(outcome)
+
+
+@contextlib.contextmanager
+def _resumable(run_id: str, journals: Path) -> Iterator[None]:
+    """A signal (:mod:`forge.interrupt`) ends the search with the command that resumes
+    it, once the run folder exists; before, nothing was saved."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        command = None
+        if (journals / run_id / "run.json").is_file():
+            command = f"forge search --resume {shlex.quote(run_id)}"
+            if journals != DEFAULT_JOURNALS:
+                command += f" --journals {shlex.quote(str(journals))}"
+        raise RunInterrupted(received() or signal.SIGINT, command) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail"]
+__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail", "kill_live_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ _LIVE_GROUPS: set[int] = set()
 
 
 @atexit.register
-def _kill_live_groups() -> None:
+def kill_live_groups() -> None:
+    """SIGKILL every process group a command harness has alive now, without a grace."""
     for pgid in list(_LIVE_GROUPS):
         _signal_group(pgid, signal.SIGKILL)
 
@@ -286,9 +287,14 @@ class Supervisor:
         self.line_mode = line_mode
         self._children: set[Child] = set()
         self._idle: list[Child] = []
+        self._closed = False
 
     async def spawn(self) -> Child:
         """A new child; raises what starting it raised (a missing program, ...)."""
+        if self._closed:
+            # An attempt still on its way when the evaluation closes (an interruption)
+            # must not leave a child that aclose() no longer waits for.
+            raise RuntimeError("the harness is closed")
         loop = asyncio.get_running_loop()
         child = Child(self.max_stderr, self._children.discard, line_mode=self.line_mode)
         self._children.add(child)
@@ -339,6 +345,7 @@ class Supervisor:
     async def aclose(self) -> None:
         """Let idle workers end on EOF and stopped children end their grace, then SIGKILL
         every group still alive and release the pipes."""
+        self._closed = True
         idle, self._idle = self._idle, []
         for worker in idle:
             worker.close_stdin()
