@@ -146,5 +146,7 @@ def evaluate(bench: Bench, config: Config, **options: Unpack[EvaluateOptions]) -
     handler there was before (Python's: KeyboardInterrupt)."""
     evaluation = _Evaluation.of(bench, config, options)
     with evaluation.session() as session:
-        return session.run(cancelling(session.engine.cancel,
-                                      evaluation.run(session.engine)))
+        result = session.run(cancelling(session.engine.cancel,
+                                        evaluation.run(session.engine)))
+        session.check_executor()
+        return result

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from forge.bench import Bench
+from forge.errors import ExecutorLost
 from forge.executors import AttemptKey, ExecutorSettings
 from forge.interrupt import Interrupted, cancelling, received
 from forge.registry import Config
@@ -88,14 +89,23 @@ class Session:
 
         A signal (see :mod:`forge.interrupt`) cancels the attempts in flight and raises
         :class:`~forge.interrupt.Interrupted` rather than return them: a cancelled
-        attempt says nothing about its config and must not be stored.
+        attempt says nothing about its config and must not be stored. An executor
+        that broke under them raises :class:`~forge.errors.ExecutorLost`, as
+        :meth:`check_executor`.
         """
         engine = self.engine
         results = self.run(cancelling(engine.cancel,
                                       engine.run(config, keys, split=split, stream=stream)))
         if engine.cancelled:
             raise Interrupted(received() or signal.SIGINT)
+        self.check_executor()
         return results
+
+    def check_executor(self) -> None:
+        """Raise :class:`ExecutorLost` once the executor can run nothing more: the
+        attempts it lost meanwhile say nothing about their config, and must not be kept."""
+        if self.executor.broken is not None:
+            raise ExecutorLost(self.executor.broken)
 
     def close(self) -> None:
         """Release harness and executor on the session's loop, then close the loop.

@@ -20,7 +20,7 @@ from forge.commands._common import (
     out,
     print_json,
 )
-from forge.errors import OptionError
+from forge.errors import ExecutorLost, OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
 from forge.interrupt import RunInterrupted, received
@@ -112,17 +112,27 @@ def search_command(
 
 @contextlib.contextmanager
 def _resumable(run_id: str, journals: Path) -> Iterator[None]:
-    """A signal (:mod:`forge.interrupt`) ends the search with the command that resumes
-    it, once the run folder exists; before, nothing was saved."""
+    """A signal (:mod:`forge.interrupt`), or an executor that can run nothing more, ends
+    the search with the command that resumes it, once the run folder exists; before,
+    nothing was saved."""
     try:
         yield
     except KeyboardInterrupt:
-        command = None
-        if (journals / run_id / "run.json").is_file():
-            command = f"forge search --resume {shlex.quote(run_id)}"
-            if journals != DEFAULT_JOURNALS:
-                command += f" --journals {shlex.quote(str(journals))}"
-        raise RunInterrupted(received() or signal.SIGINT, command) from None
+        raise RunInterrupted(received() or signal.SIGINT, _resume_command(run_id, journals)
+                             ) from None
+    except ExecutorLost as exc:
+        command = _resume_command(run_id, journals)
+        raise ExecutorLost(f"{exc}; " + (f"resume with: {command}" if command
+                                         else "nothing was saved")) from None
+
+
+def _resume_command(run_id: str, journals: Path) -> str | None:
+    if not (journals / run_id / "run.json").is_file():
+        return None
+    command = f"forge search --resume {shlex.quote(run_id)}"
+    if journals != DEFAULT_JOURNALS:
+        command += f" --journals {shlex.quote(str(journals))}"
+    return command
 
 
 def register(app: typer.Typer) -> None:
