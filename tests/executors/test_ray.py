@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import search_tasks, write_search_bench
+from reaper import descendants
 
 from forge.cli import main
 
@@ -67,30 +68,6 @@ def search(bench: Path, journals: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "forge", "search", str(bench), "--journals", str(journals),
             "--run-id", "r", "--seed", str(SEED), "--proposer", "sweep", "--candidates", "1",
             *extra]
-
-
-def descendants(root: int) -> dict[int, str]:
-    parent: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent[int(entry.name)] = int(
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found: dict[int, str] = {}
-    frontier = [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, ppid in parent.items():
-            if ppid == pid and child not in found:
-                frontier.append(child)
-                try:
-                    found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(
-                        b"\0", b" ").decode(errors="replace")
-                except OSError:
-                    found[child] = ""
-    return found
 
 
 def faulted(out: Path, bench: Path, command: list[str],
