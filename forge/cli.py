@@ -1,45 +1,67 @@
 """The ``forge`` command line. Bad input: one line on stderr, exit 2, no traceback.
 
 The commands live in :mod:`forge.commands`, one module each; this module holds the
-app and :func:`main`, which turns forge's errors into exit codes.
+app and :func:`main`, which turns forge's errors into exit codes. The app is built
+on first use (``forge.cli.app``, or :func:`main` once its signal handlers are in
+place): importing the commands takes a while, and a signal then must end forge as
+cleanly as one later on.
 """
 
 from __future__ import annotations
 
+import functools
+import signal
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from forge import __version__
-from forge.commands import register_all
-from forge.commands._common import err
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
+from forge.interrupt import RunInterrupted, handling, received
+
+if TYPE_CHECKING:
+    import typer
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  # Inherited by every sub-command's context: -h works everywhere.
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Find a better configuration for an agent harness, one setting at a "
-                       "time, and prove it before it ships.")
+#: The app (declared for type checkers; built by ``__getattr__`` on first use).
+app: typer.Typer
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"forge {__version__}")
-        raise typer.Exit()
+@functools.cache
+def _app() -> typer.Typer:
+    from typing import Annotated
+
+    import typer
+
+    from forge import __version__
+    from forge.commands import register_all
+
+    built = typer.Typer(add_completion=False, no_args_is_help=True,
+                        pretty_exceptions_enable=False,
+                        # Inherited by every sub-command's context: -h works everywhere.
+                        context_settings={"help_option_names": ["-h", "--help"]},
+                        help="Find a better configuration for an agent harness, one setting "
+                             "at a time, and prove it before it ships.")
+
+    def print_version(value: bool) -> None:
+        if value:
+            typer.echo(f"forge {__version__}")
+            raise typer.Exit()
+
+    @built.callback()
+    def _root(version: Annotated[bool, typer.Option(
+            "--version", callback=print_version, is_eager=True,
+            help="print forge's version and exit")] = False) -> None:
+        # Only the options of `forge` itself; each command is registered below.
+        pass
+
+    register_all(built)
+    return built
 
 
-@app.callback()
-def _root(version: Annotated[bool, typer.Option(
-        "--version", callback=_print_version, is_eager=True,
-        help="print forge's version and exit")] = False) -> None:
-    # Only the options of `forge` itself; each command is registered below.
-    pass
-
-
-register_all(app)
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _usage_error(exc: BaseException) -> bool:
@@ -48,15 +70,45 @@ def _usage_error(exc: BaseException) -> bool:
     return hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)
 
 
+def _second_signal() -> None:
+    # The cleanup of the first is under way; what takes it long is the grace of
+    # command children, so they go now.
+    from forge.harness.supervisor import kill_live_groups
+
+    kill_live_groups()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input is one line and exit 2; Ctrl-C exits 130."""
+    """Entry point: bad input is one line and exit 2; SIGINT exits 130, SIGTERM 143,
+    each once everything forge started has stopped (:mod:`forge.interrupt`)."""
+    with handling(on_second=_second_signal):
+        try:
+            return _run(argv)
+        except (KeyboardInterrupt, RunInterrupted) as exc:
+            stop = (exc if isinstance(exc, RunInterrupted)
+                    else RunInterrupted(received() or signal.SIGINT))
+            # Not through rich: the signal may have come before it was imported.
+            print(f"forge: {stop}", file=sys.stderr, flush=True)
+            return stop.exit_status
+
+
+def _run(argv: list[str] | None) -> int:
+    import typer
+
+    from forge.commands._common import err
+
     try:
-        result = app(args=argv, standalone_mode=False)
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt, EvaluationInterrupted):
-        err.print("forge: interrupted; nothing was saved", highlight=False)
-        return 130
+        try:
+            result = _app()(args=argv, standalone_mode=False)
+        except (typer.Abort, EvaluationInterrupted):
+            raise RunInterrupted(received() or signal.SIGINT) from None
+        except typer.Exit as exc:
+            return int(exc.exit_code)
+        if received() is not None:
+            # Typer returns 130 for a KeyboardInterrupt (our Interrupted) it caught.
+            raise RunInterrupted(received() or signal.SIGINT)
+    except RunInterrupted:
+        raise
     except UserError as exc:
         err.print(f"forge: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return 2

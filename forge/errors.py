@@ -21,6 +21,8 @@ The tree::
     ├── LLMError                    a model call with no usable reply (the judge and the
     │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
+    ├── ExecutorLost                the executor can run no more attempts (its Ray
+    │                               instance stopped); the batch in flight is not kept
     └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
                                     not come back equal to its original
 
@@ -37,6 +39,7 @@ __all__ = [
     "BenchError",
     "ConfigError",
     "EvaluationInterrupted",
+    "ExecutorLost",
     "ExportError",
     "ForgeError",
     "IncomparableError",
@@ -160,6 +163,15 @@ class LLMError(ForgeError):
 class RuntimeMutatorError(ForgeError):
     """A runtime run was signalled after it ended (a harness bug), or its config did not
     come back equal to its original (a broken invariant of the mutator)."""
+
+
+class ExecutorLost(ForgeError):
+    """The executor can run no more attempts (the Ray instance under it stopped).
+
+    Unlike a worker that dies under an attempt (that attempt is ``lost``, recorded as
+    data), nothing the rest of the run would do can succeed: it stops, without keeping
+    the batch in flight, so that a resume runs that batch again.
+    """
 
 
 class EvaluationInterrupted(ForgeError):

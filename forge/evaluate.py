@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
@@ -15,6 +12,7 @@ from forge._digest import digest_of
 from forge.bench import Bench
 from forge.errors import BenchError, EvaluationInterrupted
 from forge.executors import ExecutorSettings
+from forge.interrupt import cancelling
 from forge.registry import Config
 from forge.results import AttemptResult, EvalResult, TaskResult
 from forge.rollout import AttemptKey, RolloutEngine
@@ -143,27 +141,12 @@ def _group(tasks: Sequence[Task], attempts: Sequence[AttemptResult]) -> list[Tas
 
 def evaluate(bench: Bench, config: Config, **options: Unpack[EvaluateOptions]) -> EvalResult:
     """Synchronous :func:`evaluate_async`, on an event loop of its own. The first Ctrl-C
-    cancels cleanly (attempts in flight end as ``cancelled``,
-    :class:`EvaluationInterrupted` is raised); a second one stops at once."""
+    (and SIGTERM, under the command line) cancels cleanly (attempts in flight end as
+    ``cancelled``, :class:`EvaluationInterrupted` is raised); a second one goes to the
+    handler there was before (Python's: KeyboardInterrupt)."""
     evaluation = _Evaluation.of(bench, config, options)
     with evaluation.session() as session:
-        return session.run(_interruptible(session.engine, evaluation.run(session.engine)))
-
-
-async def _interruptible(engine: RolloutEngine, run: Coroutine[Any, Any, EvalResult]
-                         ) -> EvalResult:
-    """``run``, with the first SIGINT cancelling ``engine`` (in the main thread only)."""
-    loop = asyncio.get_running_loop()
-
-    def interrupt() -> None:
-        engine.cancel()
-        loop.remove_signal_handler(signal.SIGINT)
-
-    handled = threading.current_thread() is threading.main_thread()
-    if handled:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-    try:
-        return await run
-    finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
+        result = session.run(cancelling(session.engine.cancel,
+                                        evaluation.run(session.engine)))
+        session.check_executor()
+        return result

@@ -10,12 +10,15 @@ runs on an event loop of its own, which it also closes.
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 from forge.bench import Bench
+from forge.errors import ExecutorLost
 from forge.executors import AttemptKey, ExecutorSettings
+from forge.interrupt import Interrupted, cancelling, received
 from forge.registry import Config
 from forge.results import AttemptResult
 from forge.rollout import RolloutEngine
@@ -61,7 +64,8 @@ class Session:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Release the harness, then the executor."""
+        """Release the harness, then the executor; nothing starts meanwhile."""
+        self.engine.cancel()
         try:
             await self.harness.aclose()
         finally:
@@ -85,14 +89,36 @@ class Session:
 
     def attempts(self, config: Config, keys: Sequence[AttemptKey], *, split: str,
                  stream: str | None = None) -> list[AttemptResult]:
-        """:meth:`RolloutEngine.run` on the session's loop."""
+        """:meth:`RolloutEngine.run` on the session's loop, every attempt finished.
+
+        A signal (see :mod:`forge.interrupt`) cancels the attempts in flight and raises
+        :class:`~forge.interrupt.Interrupted` rather than return them: a cancelled
+        attempt says nothing about its config and must not be stored. An executor
+        that broke under them raises :class:`~forge.errors.ExecutorLost`, as
+        :meth:`check_executor`.
+        """
         if self.on_batch is not None and keys:
             self.on_batch(config, split, len(keys))
-        return self.run(self.engine.run(config, keys, split=split, stream=stream,
-                                        on_attempt=self.on_attempt))
+        engine = self.engine
+        results = self.run(cancelling(engine.cancel, engine.run(
+            config, keys, split=split, stream=stream, on_attempt=self.on_attempt)))
+        if engine.cancelled:
+            raise Interrupted(received() or signal.SIGINT)
+        self.check_executor()
+        return results
+
+    def check_executor(self) -> None:
+        """Raise :class:`ExecutorLost` once the executor can run nothing more: the
+        attempts it lost meanwhile say nothing about their config, and must not be kept."""
+        if self.executor.broken is not None:
+            raise ExecutorLost(self.executor.broken)
 
     def close(self) -> None:
-        """Release harness and executor on the session's loop, then close the loop."""
+        """Release harness and executor on the session's loop, then close the loop.
+
+        The engine is cancelled first: after an interruption its batch may still be on
+        the loop, and must start nothing while the harness closes."""
+        self.engine.cancel()
         try:
             self.run(self.aclose())
         finally:

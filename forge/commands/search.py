@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import shlex
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -16,14 +20,19 @@ from forge.commands._common import (
     out,
     print_json,
 )
-from forge.errors import OptionError
+from forge.errors import ExecutorLost, OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
+from forge.interrupt import RunInterrupted, received
+from forge.journal import new_run_id
 from forge.proposers import PROPOSERS
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
 
 __all__ = ["register", "search_command"]
+
+#: Where run folders go (as ``forge.launch.DEFAULT_JOURNALS``, which is imported late).
+DEFAULT_JOURNALS = Path("journals")
 
 
 def search_command(
@@ -58,7 +67,7 @@ def search_command(
     resume: Annotated[str | None, typer.Option(
         "--resume", metavar="RUN_ID",
         help="continue the run RUN_ID under --journals from where it stopped")] = None,
-    journals: Annotated[Path, typer.Option("--journals", help="run folders")] = Path("journals"),
+    journals: Annotated[Path, typer.Option("--journals", help="run folders")] = DEFAULT_JOURNALS,
     from_runtime: Annotated[Path | None, typer.Option(
         "--from-runtime", metavar="JOURNAL",
         help="try first the moves the runtime mutator proposed most often")] = None,
@@ -82,8 +91,9 @@ def search_command(
         # The journaled executor, unless the command line names one.
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
-        outcome = resume_search(resume, journals=journals, on_record=view.on_record,
-                                executor=chosen, progress=progress)
+        with _resumable(resume, journals):
+            outcome = resume_search(resume, journals=journals, on_record=view.on_record,
+                                    executor=chosen, progress=progress)
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
@@ -96,18 +106,47 @@ def search_command(
                 f"runtime journal {from_runtime}: {len(first)} move(s) first in the queue"
                 + (": " + ", ".join(str(m) for m in first) if first else ""),
                 highlight=False, markup=False, soft_wrap=True)
-        outcome = launch_search(bench_path, start=start, max_steps=max_steps, patience=patience,
-                                budget_rollouts=budget_rollouts, k=k, seed=seed,
-                                proposer=proposer, candidates_per_step=candidates,
-                                run_id=run_id, journals=journals, first_moves=first,
-                                on_record=view.on_record,
-                                executor=bench.executor_settings(executor, workers,
-                                                                 ray_address),
-                                progress=progress)
+        # Chosen here, so that an interruption can name the run to resume.
+        run_id = run_id or new_run_id(bench.name)
+        with _resumable(run_id, journals):
+            outcome = launch_search(bench_path, start=start, max_steps=max_steps,
+                                    patience=patience, budget_rollouts=budget_rollouts, k=k,
+                                    seed=seed, proposer=proposer,
+                                    candidates_per_step=candidates, run_id=run_id,
+                                    journals=journals, first_moves=first,
+                                    on_record=view.on_record,
+                                    executor=bench.executor_settings(executor, workers,
+                                                                     ray_address),
+                                    progress=progress)
     if as_json:
         print_json(outcome.as_json())
     else:
         view.summary(outcome)
+
+
+@contextlib.contextmanager
+def _resumable(run_id: str, journals: Path) -> Iterator[None]:
+    """A signal (:mod:`forge.interrupt`), or an executor that can run nothing more, ends
+    the search with the command that resumes it, once the run folder exists; before,
+    nothing was saved."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise RunInterrupted(received() or signal.SIGINT, _resume_command(run_id, journals)
+                             ) from None
+    except ExecutorLost as exc:
+        command = _resume_command(run_id, journals)
+        raise ExecutorLost(f"{exc}; " + (f"resume with: {command}" if command
+                                         else "nothing was saved")) from None
+
+
+def _resume_command(run_id: str, journals: Path) -> str | None:
+    if not (journals / run_id / "run.json").is_file():
+        return None
+    command = f"forge search --resume {shlex.quote(run_id)}"
+    if journals != DEFAULT_JOURNALS:
+        command += f" --journals {shlex.quote(str(journals))}"
+    return command
 
 
 def register(app: typer.Typer) -> None:

@@ -191,10 +191,13 @@ class Executor(Plugin, ABC):
     - ``check`` (a class method) refuses, before anything starts, settings or a harness
       the executor cannot serve; by default it serves any.
     - ``close`` releases what the executor holds (workers, a cluster); by default nothing.
+    - ``broken`` says why the executor can run no more attempts (its cluster is gone),
+      once it cannot; the session then ends the run (:class:`forge.errors.ExecutorLost`).
     """
 
     name: ClassVar[str]
     options_model = ExecutorOptions
+    broken: str | None = None
 
     @classmethod
     def check(cls, settings: ExecutorSettings, harness: Spec) -> None:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from typing import Any, Self
 
@@ -42,10 +44,16 @@ __all__ = ["ProcessExecutor"]
 _POLL_S = 0.05
 #: Slack on each timeout for the round trip through the pipe (s).
 _IPC_SLACK_S = 0.05
+#: How long idle workers get to end on their own at close (s).
+_STOP_S = 1.0
 
 
 def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
     """A worker: import the harness once, then run the chunks it is sent until None."""
+    # Ctrl-C at a terminal reaches the whole process group; the parent stops the
+    # workers itself, and a KeyboardInterrupt here would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         fn = load_harness(target, base_dir)
     except BaseException as exc:
@@ -66,7 +74,15 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, target, base_dir),
                                 daemon=True, name="forge-worker")
-        self.proc.start()
+        # Blocked from the fork to _worker_main (a blocked signal stays blocked across
+        # exec): a Ctrl-C while the worker imports must not show a traceback either.
+        # The resource tracker first: starting it unblocks SIGINT in this thread.
+        resource_tracker.ensure_running()
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         child.close()
         self.failed: str | None = None
         self._ready = False
@@ -100,14 +116,18 @@ class _Worker:
         with contextlib.suppress(OSError):
             self.conn.close()
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
         with contextlib.suppress(OSError):
             self.conn.send(None)
-        self.proc.join(1)
+
+    def stop(self, until: float) -> None:
+        """Wait until the monotonic time ``until`` for the worker to end, then kill it."""
+        self.proc.join(max(0.0, until - time.monotonic()))
         if self.proc.is_alive():
             self.kill()
         else:
-            self.conn.close()
+            with contextlib.suppress(OSError):
+                self.conn.close()
 
 
 @EXECUTORS.register("process")
@@ -213,8 +233,12 @@ class ProcessExecutor(RemoteExecutor):
             on_outcome(outcome)
 
     def close(self) -> None:
-        """Stop every worker; the executor can start new ones if used again."""
-        for slot, w in enumerate(self._pool):
-            if w is not None:
-                w.stop()
-            self._pool[slot] = None
+        """Stop every worker, all within one second (a busy one is killed); the executor
+        can start new ones if used again."""
+        workers = [w for w in self._pool if w is not None]
+        self._pool = [None] * self.workers
+        for w in workers:
+            w.ask_to_stop()
+        until = time.monotonic() + _STOP_S
+        for w in workers:
+            w.stop(until)

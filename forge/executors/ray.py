@@ -6,13 +6,21 @@ runs chunks of attempts, each attempt on a daemon thread bounded by its timeout
 (an actor that had to abandon a stuck call is replaced after its chunk). A lost
 chunk (the actor died, the task was lost) is run again one attempt at a time so
 only the attempt that kills its worker is recorded ``lost``, with the reason.
+
+A local instance that stops under a run (its GCS or raylet gone) is another matter:
+no attempt can succeed any more, and Ray ends the driver process a minute later.
+The lanes watch its processes while they wait; once one has exited, every attempt
+not yet reported is ``lost`` with that reason and :attr:`RayExecutor.broken` is set,
+so that the session ends the run at once, with one line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -34,6 +42,31 @@ __all__ = ["RayExecutor", "import_ray"]
 #: Beyond the sum of its items' timeouts, how long a chunk may take before its actor
 #: is presumed lost (s): actor start-up and scheduling on a busy cluster.
 _CHUNK_SLACK_S = 60.0
+#: How often a lane waiting for its chunk checks that the local instance is alive (s).
+_WATCH_S = 0.25
+
+
+class _RayGone(Exception):
+    """The local Ray instance stopped while a chunk was out."""
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (in clock ticks since boot), to tell it from a
+    later process given the same pid; None if it is gone (or there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found.update(int(c) for c in f.read().split())
+    return found
 
 
 def import_ray() -> Any:
@@ -85,6 +118,10 @@ class RayExecutor(RemoteExecutor):
         self.workers = workers or max(1, cpus)
         self._actor_cls = self.ray.remote(num_cpus=1, max_restarts=0)(_Runner)
         self._actors: list[Any] = [None] * self.workers
+        #: The raylet's helpers (its agents), pid -> start: ray.shutdown() leaves them
+        #: running once the raylet died before it, so close() ends them then.
+        self._helpers: dict[int, str] = {}
+        self._note_helpers()
 
     @classmethod
     def check(cls, settings: ExecutorSettings, harness: Spec) -> None:
@@ -100,6 +137,38 @@ class RayExecutor(RemoteExecutor):
             self._actors[slot] = self._actor_cls.remote(self.target, self.base_dir)
         return self._actors[slot]
 
+    def _node(self) -> Any:
+        return getattr(self.ray._private.worker, "_global_node", None) if self._owns else None
+
+    def _note_helpers(self) -> None:
+        node = self._node()
+        for info in (node.all_processes.get("raylet", []) if node else []):
+            for pid in _children(info.process.pid):
+                if pid not in self._helpers and (start := _started(pid)) is not None:
+                    self._helpers[pid] = start
+
+    def _gone(self) -> str | None:
+        """Why the local instance this executor started can serve nothing any more."""
+        if self.broken is None and (node := self._node()) is not None:
+            dead = sorted({kind for kind, _ in node.dead_processes()})
+            if dead:
+                self.broken = f"the local Ray instance stopped ({', '.join(dead)} exited)"
+        return self.broken
+
+    def _result(self, ref: Any, limit: float) -> tuple[list[WorkOutcome], bool]:
+        """The chunk's outcomes, watching the instance meanwhile."""
+        deadline = time.monotonic() + limit
+        while True:
+            wait = min(_WATCH_S, max(0.0, deadline - time.monotonic()))
+            ready, _ = self.ray.wait([ref], timeout=wait)
+            if ready:
+                result: tuple[list[WorkOutcome], bool] = self.ray.get(ready[0])
+                return result
+            if self._gone():
+                raise _RayGone
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no result within {limit:g} s")
+
     def _replace(self, slot: int) -> None:
         actor = self._actors[slot]
         if actor is not None:
@@ -111,15 +180,26 @@ class RayExecutor(RemoteExecutor):
             cancelled: Callable[[], bool]) -> None:
         if not items:
             return
+        self._note_helpers()  # the raylet may start its agents after ray.init returns
         queue = ChunkQueue(items, self.workers, cancelled)
+
+        def lost(chunk: list[WorkItem], why: str) -> None:
+            for item in chunk:
+                on_outcome(WorkOutcome(item.index, "lost", None, why))
 
         def lane(slot: int) -> None:
             while (chunk := queue.take()) is not None:
+                if self._gone():
+                    lost(chunk, f"ray task lost: {self.broken}")
+                    continue
                 limit = sum(i.timeout_s for i in chunk) + _CHUNK_SLACK_S
                 try:
                     ref = self._actor(slot).run_chunk.remote(chunk)
-                    outcomes, tainted = self.ray.get(ref, timeout=limit)
+                    outcomes, tainted = self._result(ref, limit)
                 except Exception as exc:
+                    if self._gone():
+                        lost(chunk, f"ray task lost: {self.broken}")
+                        continue
                     self._replace(slot)
                     if len(chunk) > 1:
                         queue.put_back_singly(chunk)  # find the attempt that kills its worker
@@ -143,7 +223,14 @@ class RayExecutor(RemoteExecutor):
 
     def close(self) -> None:
         """Kill the actors; shut Ray down if this executor started it."""
+        if self._gone():
+            self._actors = [None] * self.workers  # nothing left to kill them with
         for slot in range(len(self._actors)):
             self._replace(slot)
         if self._owns and self.ray.is_initialized():
             self.ray.shutdown()
+        if self.broken is not None:
+            for pid, start in self._helpers.items():
+                if _started(pid) == start:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)

@@ -9,9 +9,34 @@ Bench syntax (a list is the shorthand for ``argv``)::
 One process per attempt (the default): the child reads one JSON object
 ``{"config", "task", "ctx": {"seed", "attempt", "split", "timeout_s", "remaining_s"}}``
 from stdin (then EOF), prints one RunOutput JSON object on stdout and exits 0.
-``remaining_s`` is how long the child has before it is stopped. With ``worker: true``
-a pool of long-lived children each takes one attempt at a time as one JSON line on
-stdin and answers with one JSON line on stdout (and must flush it).
+``remaining_s`` is how long the child has before it is stopped.
+
+With ``worker: true`` a pool of long-lived children each takes one attempt at a time.
+A request is one JSON line on stdin, the same object plus ``"id"`` (a string, new for
+every request); the reply is one JSON line on stdout, a RunOutput object plus the
+same ``"id"``, flushed. The id ties the reply to its attempt, so nothing a worker
+prints late or twice can become another attempt's answer:
+
+- a reply with the request's id is that attempt's answer; more lines after it, or
+  any output between attempts, and the worker is replaced (the answer stands);
+- a reply with an earlier request's id (a late or second reply) while a request is
+  out: the worker is replaced and the request goes to a new worker, uncharged;
+- a reply without an id or with another one, a line that is not a JSON object, an
+  exit before answering the request it read, or no reply in time: the attempt in
+  flight is charged with it, and the worker is replaced;
+- an exit after a reply and before reading the next request (a worker that ends
+  between attempts): the request goes to a new worker, uncharged.
+
+An exit is charged to a request the worker had read, begun or not. Minimal worker::
+
+    # worker.py
+    import json, sys
+
+    for line in sys.stdin:                      # one request per line
+        request = json.loads(line)
+        answer = str(request["task"]["input"])  # the agent's work goes here
+        reply = {"id": request["id"], "output": answer}
+        print(json.dumps(reply), flush=True)    # one line per request, flushed
 
 How children are started, stopped and reaped (a process group each, SIGTERM then
 SIGKILL after ``cancel_timeout_s``) is :mod:`forge.harness.supervisor`'s part.
@@ -19,6 +44,7 @@ SIGKILL after ``cancel_timeout_s``) is :mod:`forge.harness.supervisor`'s part.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -55,6 +81,14 @@ class CommandError(RuntimeError):
 
 class CommandTimeout(AttemptTimeout):
     """The child gave no answer before the attempt's deadline."""
+
+
+class _NotThisAttempt(Exception):
+    """A worker failed, but for an earlier exchange: the attempt in flight is not to blame."""
+
+    def __init__(self, pgid: int, what: str) -> None:
+        super().__init__(what)
+        self.pgid = pgid
 
 
 class CommandOptions(BaseModel):
@@ -153,6 +187,7 @@ class CommandHarness(Harness):
         self._identity = _identity(self.argv, cwd, cwd_label or str(cwd), self.env, worker)
         self._children = Supervisor(self.argv, cwd=cwd, env=self.env, grace=cancel_timeout_s,
                                     max_stderr=max_stderr_bytes, line_mode=worker)
+        self._ids = itertools.count(1)  # the ids of worker requests, unique per harness
 
     @property
     def identity(self) -> str:
@@ -184,16 +219,34 @@ class CommandHarness(Harness):
             await child.drain()
             if child.returncode != 0:
                 raise CommandError(_message(_exit_reason(child.returncode), child))
-            return _output(bytes(child.stdout), child)
+            return _output(_object(bytes(child.stdout), child), child)
         finally:
             self._children.stop(child)
 
     async def _run_worker(self, payload: dict[str, Any], until: float, hard: float,
                           timeout_s: float) -> RunOutput:
-        worker = await self._start(self._children.take_worker())
+        try:
+            worker = await self._start(self._children.take_worker())
+            return await self._exchange(worker, payload, until, hard, timeout_s)
+        except _NotThisAttempt as fault:
+            log.warning("command worker %s %s; the attempt goes to a new worker",
+                        fault.pgid, fault)
+        # A new worker has no earlier exchange to blame (it never raises _NotThisAttempt):
+        # whatever it does is this attempt's, so the attempt is sent again at most once.
+        worker = await self._start(self._children.spawn())
+        return await self._exchange(worker, payload, until, hard, timeout_s)
+
+    async def _exchange(self, worker: Child, payload: dict[str, Any], until: float,
+                        hard: float, timeout_s: float) -> RunOutput:
+        """One request and the reply that echoes its id. Raises :class:`_NotThisAttempt`
+        when the worker failed for an earlier exchange (a stale reply, an exit before it
+        read the request), :class:`CommandError` when it failed this one."""
+        exchange = str(next(self._ids))
+        earlier = list(worker.exchanges)
+        worker.exchanges.append(exchange)
         reusable = False
         try:
-            worker.send(_encode(payload, until) + b"\n", eof=False)
+            worker.send(_encode({"id": exchange, **payload}, until) + b"\n", eof=False)
             if not await worker.wait(
                     lambda: bool(worker.lines) or not worker.alive or worker.overflow, until):
                 raise await self._timed_out(worker, hard, timeout_s)
@@ -201,11 +254,34 @@ class CommandHarness(Harness):
                 await worker.drain_stdout()  # its exit can be seen before its last output
             line = worker.next_line()
             if line is None:
-                why = (f"reply exceeds {MAX_STDOUT_BYTES} bytes" if worker.overflow else
-                       f"worker {_exit_reason(worker.returncode)} before answering")
-                raise CommandError(_message(why, worker))
-            output = _output(line, worker)
-            reusable = True
+                if worker.overflow:
+                    raise CommandError(_message(f"reply exceeds {MAX_STDOUT_BYTES} bytes",
+                                                worker))
+                if earlier and worker.unread_at_exit:
+                    raise _NotThisAttempt(
+                        worker.pgid, f"{_exit_reason(worker.returncode)} after its reply to "
+                                     f"request {earlier[-1]}, before it read request "
+                                     f"{exchange}")
+                raise CommandError(_message(
+                    f"worker {_exit_reason(worker.returncode)} before answering", worker))
+            reply = _object(line, worker)
+            echoed = reply.pop("id", None)
+            if echoed != exchange:
+                if isinstance(echoed, str) and echoed in earlier:
+                    raise _NotThisAttempt(
+                        worker.pgid, f"replied out of step: a reply to request {echoed} "
+                                     f"came while request {exchange} was waiting")
+                raise CommandError(_message(
+                    "worker replied out of step: "
+                    + (f"the reply has no \"id\" (request {exchange})" if echoed is None else
+                       f"the reply's id is {_excerpt(json.dumps(echoed))}, the request's "
+                       f"{exchange}"), worker))
+            output = _output(reply, worker)
+            if worker.lines:
+                log.warning("command worker %s replied more than once to request %s; "
+                            "replacing it", worker.pgid, exchange)
+            else:
+                reusable = True
             return output
         finally:
             if reusable and worker.alive:
@@ -287,19 +363,29 @@ def _encode(payload: dict[str, Any], until: float) -> bytes:
         raise CommandError(f"the attempt cannot be sent as JSON: {exc}") from None
 
 
-def _output(raw: bytes, child: Child) -> RunOutput:
+def _object(raw: bytes, child: Child) -> dict[str, Any]:
+    """The JSON object a child printed; anything else is a :class:`CommandError`."""
     try:
         value = json.loads(raw)
     except ValueError:
         text = raw.decode("utf-8", "replace").strip()
-        excerpt = repr(text[:_EXCERPT_CHARS])  # repr: one line, control bytes visible
-        if len(text) > _EXCERPT_CHARS or len(excerpt) > _EXCERPT_CHARS + 2:
-            excerpt = excerpt[:_EXCERPT_CHARS] + "..."
-        raise CommandError(_message(f"stdout is not JSON: {excerpt if text else '(empty)'}",
+        raise CommandError(_message(f"stdout is not JSON: "
+                                    f"{_excerpt(text) if text else '(empty)'}",
                                     child)) from None
     if not isinstance(value, dict):
         raise CommandError(_message(f"stdout is JSON but not an object: "
                                     f"{type(value).__name__}", child))
+    return value
+
+
+def _excerpt(text: str) -> str:
+    excerpt = repr(text[:_EXCERPT_CHARS])  # repr: one line, control bytes visible
+    if len(text) > _EXCERPT_CHARS or len(excerpt) > _EXCERPT_CHARS + 2:
+        excerpt = excerpt[:_EXCERPT_CHARS] + "..."
+    return excerpt
+
+
+def _output(value: dict[str, Any], child: Child) -> RunOutput:
     try:
         output = RunOutput.model_validate(value)
     except ValidationError as exc:

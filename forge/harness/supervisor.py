@@ -11,21 +11,24 @@ attempts); :class:`Child` is one of them, its output as it arrives and its exit.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import atexit
 import collections
 import contextlib
+import fcntl
 import logging
 import os
 import signal
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail"]
+__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail", "kill_live_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,8 @@ _LIVE_GROUPS: set[int] = set()
 
 
 @atexit.register
-def _kill_live_groups() -> None:
+def kill_live_groups() -> None:
+    """SIGKILL every process group a command harness has alive now, without a grace."""
     for pgid in list(_LIVE_GROUPS):
         _signal_group(pgid, signal.SIGKILL)
 
@@ -99,6 +103,18 @@ class Child(asyncio.SubprocessProtocol):
         self._on_closed = on_closed
         self._killer: threading.Timer | None = None
         self._ended = False
+        #: Ids of the requests sent to this worker, oldest first (line mode; the
+        #: command harness's protocol fills it).
+        self.exchanges: list[str] = []
+        # Our own descriptor of the child's stdin pipe (line mode): it keeps the pipe,
+        # and what the child left unread in it, after asyncio closes its end.
+        self._stdin_fd = -1
+        self._sent = 0
+        self._send_lost = False
+        self._send_partial = False
+        #: Whether the last request was still wholly unread when the child exited: it
+        #: died without taking it, so it was not that request's doing.
+        self.unread_at_exit = False
 
     @property
     def alive(self) -> bool:
@@ -110,6 +126,10 @@ class Child(asyncio.SubprocessProtocol):
         self.transport = cast(asyncio.SubprocessTransport, transport)
         self.pgid = self.transport.get_pid()  # a session leader: its pid is its group
         _LIVE_GROUPS.add(self.pgid)
+        if self._line_mode:
+            pipe = self.transport.get_pipe_transport(0)
+            if pipe is not None:
+                self._stdin_fd = os.dup(pipe.get_extra_info("pipe").fileno())
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 2:
@@ -134,6 +154,8 @@ class Child(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         assert self.transport is not None
         self.returncode = self.transport.get_returncode()
+        # Before the group is killed: a straggler holding the pipe could still read it.
+        self.unread_at_exit = self._request_unread()
         self._end_group()
         self.changed.set()
         asyncio.get_running_loop().call_later(DRAIN_S, self.close)
@@ -145,16 +167,44 @@ class Child(asyncio.SubprocessProtocol):
 
     def send(self, data: bytes, *, eof: bool) -> None:
         assert self.transport is not None
-        pipe = cast(asyncio.WriteTransport, self.transport.get_pipe_transport(0))
+        pipe = cast(asyncio.WriteTransport | None, self.transport.get_pipe_transport(0))
+        self._sent = len(data)
+        # A closed pipe drops the write silently, a broken one (the child is gone)
+        # closes on it: either way the child never got the request.
+        self._send_lost = pipe is None or pipe.is_closing()
+        if pipe is None or self._send_lost:
+            return
         pipe.write(data)
+        self._send_lost = pipe.is_closing()
+        # What the pipe did not take at once is queued in asyncio; how much of it the
+        # child read can no longer be told, so it counts as read.
+        self._send_partial = pipe.get_write_buffer_size() > 0
         if eof:
             pipe.close()
 
+    def _request_unread(self) -> bool:
+        if self._send_lost:
+            return True
+        if self._send_partial or self._stdin_fd < 0 or not self._sent:
+            return False
+        waiting = array.array("i", [0])
+        try:
+            fcntl.ioctl(self._stdin_fd, termios.FIONREAD, waiting, True)
+        except OSError:
+            return False
+        return waiting[0] >= self._sent
+
     def close_stdin(self) -> None:
+        self._close_stdin_copy()  # else the child never sees EOF
         if self.transport is not None:
             pipe = self.transport.get_pipe_transport(0)
             if pipe is not None:
                 pipe.close()
+
+    def _close_stdin_copy(self) -> None:
+        fd, self._stdin_fd = self._stdin_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def next_line(self) -> bytes | None:
         """The next non-blank complete line of stdout (line mode), taken off the buffer."""
@@ -210,6 +260,8 @@ class Child(asyncio.SubprocessProtocol):
 
     def close(self) -> None:
         """Release the transport once the leader is gone (closing it earlier kills it)."""
+        if self.returncode is not None:
+            self._close_stdin_copy()
         if self.transport is not None and self.returncode is not None:
             if not self.transport.is_closing():
                 self.transport.close()
@@ -235,9 +287,14 @@ class Supervisor:
         self.line_mode = line_mode
         self._children: set[Child] = set()
         self._idle: list[Child] = []
+        self._closed = False
 
     async def spawn(self) -> Child:
         """A new child; raises what starting it raised (a missing program, ...)."""
+        if self._closed:
+            # An attempt still on its way when the evaluation closes (an interruption)
+            # must not leave a child that aclose() no longer waits for.
+            raise RuntimeError("the harness is closed")
         loop = asyncio.get_running_loop()
         child = Child(self.max_stderr, self._children.discard, line_mode=self.line_mode)
         self._children.add(child)
@@ -288,6 +345,7 @@ class Supervisor:
     async def aclose(self) -> None:
         """Let idle workers end on EOF and stopped children end their grace, then SIGKILL
         every group still alive and release the pipes."""
+        self._closed = True
         idle, self._idle = self._idle, []
         for worker in idle:
             worker.close_stdin()

@@ -8,6 +8,7 @@ each test can check that nothing it started is left running.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import signal
@@ -414,8 +415,8 @@ for line in sys.stdin:
     if kind == "hang":
         time.sleep(600)
     print(f"answering {req['task']['id']}", file=sys.stderr, flush=True)
-    print(json.dumps({"output": req["task"]["expected"], "metrics": {"pid": os.getpid()}}),
-          flush=True)
+    print(json.dumps({"id": req["id"], "output": req["task"]["expected"],
+                      "metrics": {"pid": os.getpid()}}), flush=True)
 """
 
 
@@ -454,6 +455,112 @@ def test_a_failing_worker_is_replaced_and_its_attempt_says_why(tmp_path: Path) -
     assert len(set(pids)) == 4  # a new worker after each failure
     assert all(by_kind[f"ok{i}"].scored for i in (0, 2, 4, 6))
     assert_all_gone(recorded_pids(tmp_path / "b"))
+
+
+# -- worker mode: each reply tied to its request ---------------------------------------------
+
+#: A worker whose reply names the attempt it answers (``output``: "<task id>:<attempt>"),
+#: misbehaving as the task's kind says. ``late``, ``double`` and ``dies`` misbehave only
+#: on attempt 0, so a misbehaving worker is followed by attempts of the same kind.
+OUT_OF_STEP = PRELUDE + """
+leave_grandchild()
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a late reply still comes out
+
+
+def reply(req, id_=None):
+    own = req["task"]["id"] + ":" + str(req["ctx"]["attempt"])
+    return json.dumps({"id": req["id"] if id_ is None else id_, "output": own,
+                       "metrics": {"pid": os.getpid()}}) + "\\n"
+
+
+for line in sys.stdin:
+    req = json.loads(line)
+    kind = req["task"]["id"].split("-")[0]
+    first = req["ctx"]["attempt"] == 0
+    if kind == "late" and first:
+        time.sleep(0.8)  # past the attempt's timeout, within the SIGTERM grace
+        sys.stdout.write(reply(req))
+    elif kind == "double" and first:
+        sys.stdout.write(reply(req))
+        sys.stdout.flush()
+        time.sleep(0.05)  # the second reply comes while the next request is out
+        sys.stdout.write(reply(req))
+    elif kind == "twice" and first:
+        sys.stdout.write(reply(req) + reply(req))  # both replies in one write
+    elif kind == "wrong":
+        sys.stdout.write(reply(req, "x" + req["id"]))
+    elif kind == "noid":
+        sys.stdout.write(json.dumps({"output": "an old-style reply"}) + "\\n")
+    else:
+        sys.stdout.write(reply(req))
+    sys.stdout.flush()
+    if kind == "dies" and first:
+        sys.exit(0)  # between attempts: after its reply, before the next request
+"""
+
+
+def replies(result: EvalResult) -> collections.Counter[str]:
+    """Each attempt as 'own' (scored on its own reply), 'other' (on another attempt's
+    reply), or its stop reason when it carries a failure."""
+    kinds: collections.Counter[str] = collections.Counter()
+    for a in (a for t in result.tasks for a in t.attempts):
+        if a.stop_reason != "completed":
+            kinds[a.stop_reason] += 1
+        else:
+            assert a.output is not None
+            kinds["own" if a.output.output == f"{a.task_id}:{a.attempt}" else "other"] += 1
+    return kinds
+
+
+@pytest.mark.parametrize(("kind", "failures"), [
+    ("late", {"timeout": 2}),   # the attempt that overran carries its timeout
+    ("double", {}),             # an extra reply charges nobody
+    ("twice", {}),
+    ("dies", {}),               # neither does an exit between attempts
+    ("wrong", {"error": 6}),    # a wrong id: the attempt it answered, each time
+    ("noid", {"error": 6}),
+])
+def test_every_attempt_is_scored_on_its_own_reply_or_carries_its_own_failure(
+        tmp_path: Path, kind: str, failures: dict[str, int]) -> None:
+    kinds = {"dev": ["ok", kind, "ok", kind, "ok"], "val": ["ok"], "test": ["ok"]}
+    bench = write_command_bench(tmp_path / "b", OUT_OF_STEP, harness={
+        "worker": True, "cancel_timeout_s": 1.0}, tasks=tasks_of(kinds),
+        rollouts={"concurrency": 1, "timeout_s": 0.6})
+    result = run_eval(bench, k=3)
+    assert replies(result) == {"own": 15 - sum(failures.values()), **failures}
+    for a in only(result, kind):
+        if kind == "late" and a.attempt == 0:
+            assert a.error is not None and "no result within 0.6 s" in a.error
+        elif kind == "wrong":
+            assert a.error is not None
+            assert "worker replied out of step: the reply's id is" in a.error
+        elif kind == "noid":
+            assert a.error is not None and 'the reply has no "id"' in a.error
+    # Whatever was out of step, its worker was replaced: the next attempt had a new one.
+    if kind in ("late", "double", "twice", "dies"):
+        for t in result.tasks:
+            if t.task_id.startswith(kind):
+                first, second = t.attempts[0], t.attempts[1]
+                assert second.metrics["pid"] != first.metrics.get("pid", -1)
+    assert_all_gone(recorded_pids(tmp_path / "b"))
+
+
+def test_the_protocol_and_its_example_in_the_readme_and_the_docstring(tmp_path: Path) -> None:
+    """The minimal worker documented for harness authors answers every attempt."""
+    import re
+
+    from forge.harness import command
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    in_readme = re.search(r"```python\n(# worker\.py\n.*?)```", readme, re.S)
+    in_doc = re.search(r"\n( +# worker\.py\n.*?)\n\n(?=\S)", command.__doc__ or "", re.S)
+    assert in_readme and in_doc
+    for where, found in (("readme", in_readme), ("docstring", in_doc)):
+        bench = write_command_bench(tmp_path / where, textwrap.dedent(found.group(1)),
+                                    harness={"worker": True}, rollouts={"concurrency": 2})
+        result = run_eval(bench, k=3)
+        assert [a.output.output if a.output else a.error for t in result.tasks
+                for a in t.attempts] == [f"dev ok {i}" for i in (0, 1) for _ in range(3)]
 
 
 # -- identity --------------------------------------------------------------------------------------
