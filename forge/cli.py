@@ -28,8 +28,6 @@ app: typer.Typer
 
 @functools.cache
 def _app() -> typer.Typer:
-    from typing import Annotated
-
     import typer
 
     from forge import __version__
@@ -48,9 +46,11 @@ def _app() -> typer.Typer:
             raise typer.Exit()
 
     @built.callback()
-    def _root(version: Annotated[bool, typer.Option(
-            "--version", callback=print_version, is_eager=True,
-            help="print forge's version and exit")] = False) -> None:
+    # A default, not Annotated: typer reads this module's annotations with its globals,
+    # where typer itself is not imported (the app is built late, see the docstring).
+    def _root(version: bool = typer.Option(
+            False, "--version", callback=print_version, is_eager=True,
+            help="print forge's version and exit")) -> None:
         # Only the options of `forge` itself; each command is registered below.
         pass
 
