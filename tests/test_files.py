@@ -344,3 +344,66 @@ def test_anything_else_is_refused_in_one_line_naming_file_and_field(
 def test_a_folder_is_not_a_versioned_file(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="is a folder; expected a saved thing file"):
         _load(tmp_path)
+
+
+# --------------------------------------------------------------------------- hostile files
+
+_LAUGHS = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+
+
+@pytest.mark.parametrize(("text", "line", "field", "words"), [
+    (b"name: ok\nbad: \"a\x1bb\"\n", 2, None,
+     "character U+001B is not allowed (control characters must be escaped"),
+    (b"name: ok\nbad: a\x00b\n", 2, None, "character U+0000 is not allowed"),
+    (b"name: ok\nbad: caf\xe9\n", 2, None, "not UTF-8 (byte 0xe9 at offset 17)"),
+    (b"x: " + b"[" * 3000 + b"]" * 3000 + b"\n", 1, None, "nested deeper than 100 levels"),
+    (b"x:\n" + b"".join(b"  " * i + b"- \n" for i in range(1, 103)), 101, None,
+     "nested deeper than 100 levels"),
+    (_LAUGHS.encode(), 7, None, "expands to more than 1,000,000 nodes"),  # 9^7 at a6
+    (b"name: ok\nmax: " + b"9" * 5000 + b"\n", 2, None, "an integer of 5000 digits"),
+    (b"name: ok\nday: 2024-13-45\n", 2, None, "not a date: month must be in 1..12"),
+    (b"name: ok\nsub:\n  text: \"\\ud800\"\n", 3, "sub.text", "lone surrogate (\\ud800)"),
+    (b"name: ok\nlist: [a, \"\\udc00\"]\n", 2, "list[1]", "lone surrogate (\\udc00)"),
+    (b"a: &a [*a]\n", 1, "a" + "[0]" * 99, "nested deeper than 100 levels"),
+])
+def test_a_hostile_yaml_file_is_one_line_naming_file_line_and_field(
+        tmp_path: Path, text: bytes, line: int, field: str | None, words: str) -> None:
+    path = tmp_path / "hostile.yaml"
+    path.write_bytes(text)
+    with pytest.raises(BenchError) as info:
+        load_yaml(path, BenchError)
+    err = info.value
+    assert err.file == str(path) and err.line == line and err.field == field, str(err)
+    assert words in err.message, err.message
+    assert str(err).isprintable()
+
+
+def test_what_yaml_allows_within_the_bounds_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    nested = "x: " + "[" * 99 + "]" * 99 + "\n"  # 100 levels with the document's
+    path.write_text(nested + "big: " + "9" * 1000 + "\nesc: \"\\e[0m\"\n"
+                    + "pair: \"\\U0001f600\"\nshared: &s [1, 2]\nagain: *s\n",
+                    encoding="utf-8")
+    data = load_yaml(path, BenchError).data
+    assert data["big"] == int("9" * 1000) and data["esc"] == "\x1b[0m"
+    assert data["pair"] == "\U0001f600" and data["again"] == [1, 2]
+
+
+@pytest.mark.parametrize(("content", "message", "field"), [
+    (b'{"format_version": 3, "name": "\\ud800", "sizes": []}', "a lone surrogate", "name"),
+    (b'{"format_version": 3, "name": "a", "sizes": [NaN]}', "NaN is not JSON", None),
+    (b'{"format_version": 3, "name": "a", "sizes": [1e400]}', "the number 1e400 is out of",
+     None),
+    (b'{"format_version": 3, "name": "a", "sizes": [' + b"1" * 4400 + b"]}",
+     "an integer of 4400 digits", None),
+    (b'{"format_version": 3, "name": "a", "sizes": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+     "nested deeper than 100 levels", None),
+])
+def test_a_hostile_versioned_file_is_one_line(tmp_path: Path, content: bytes, message: str,
+                                              field: str | None) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    with pytest.raises(ResultFileError) as info:
+        _load(path)
+    assert info.value.field == field and message in info.value.message, str(info.value)
