@@ -20,6 +20,7 @@ from forge._files import (
     parse_yaml,
     raise_validation_error,
     read_jsonl,
+    validation_problem,
 )
 from forge.errors import BenchError, ConfigError, RegistryError, ResultFileError
 
@@ -407,3 +408,25 @@ def test_a_hostile_versioned_file_is_one_line(tmp_path: Path, content: bytes, me
     with pytest.raises(ResultFileError) as info:
         _load(path)
     assert info.value.field == field and message in info.value.message, str(info.value)
+
+
+def _laughs(levels: int) -> list[object]:
+    """9^levels strings if written out: a YAML billion laughs, as PyYAML builds it."""
+    value: list[object] = ["lol"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return value
+
+
+@pytest.mark.timeout(60)
+def test_a_validation_error_about_a_billion_laughs_or_a_cycle_is_one_short_line() -> None:
+    class Named(BaseModel):
+        name: str
+
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for value in (_laughs(30), cycle):
+        with pytest.raises(ValidationError) as info:
+            Named.model_validate({"name": value})
+        problem = validation_problem(info.value)
+        assert problem.field == "name" and len(problem.message) < 120, problem.message

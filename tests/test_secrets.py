@@ -332,20 +332,30 @@ def _exact(text: str) -> str:
     return score.explanation or ""  # type: ignore[union-attr]
 
 
+def _short(value: Any) -> str:
+    from forge._show import short
+
+    return short(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    from forge.secrets import clip
+
+    return clip(text, limit)
+
+
 def _places() -> list[tuple[str, int, Any]]:
     """Every place that clips text forge may write: (name, where it cuts, render)."""
-    from forge._show import short
     from forge.harness.http import _excerpt as http_excerpt
     from forge.llm.client import _excerpt as llm_excerpt
     from forge.proposers._llm_prompt import clip as prompt_clip
     from forge.rollout import _clip as error_clip
     from forge.scorers._values import quote
-    from forge.secrets import clip
 
     places: list[tuple[str, int, Any]] = [
-        ("secrets.clip", 60, lambda t: clip(t, 60)),
-        ("_show.short of a string", 60, short),
-        ("_show.short of a structure", 60, lambda t: short({"key": [t]})),
+        ("secrets.clip", 60, lambda t: _clip(t, 60)),
+        ("_show.short of a string", 60, _short),
+        ("_show.short of a structure", 60, lambda t: _short({"key": [t]})),
         ("a value quoted in a validation error", 60, _validation),
         ("scorer explanation (exact)", 80, _exact),
         ("judge reply that is not JSON", 120, _judge_not_json),
