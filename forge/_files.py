@@ -21,7 +21,14 @@ from typing import Any, NoReturn, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from forge._parse import HostileValue, check_value, compose_yaml, loads_json, parse_yaml
+from forge._parse import (
+    DuplicateKey,
+    HostileValue,
+    check_value,
+    compose_yaml,
+    loads_json,
+    parse_yaml,
+)
 from forge._show import short
 from forge.errors import InputFileError
 
@@ -85,6 +92,11 @@ def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
     try:
         root, data = compose_yaml(text)
         check_value(data)
+    except DuplicateKey as exc:
+        mark = exc.problem_mark
+        raise error(exc.problem or "a key is written twice", file=p,
+                    field=field_path(exc.loc) or None,
+                    line=None if mark is None else mark.line + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -245,18 +257,53 @@ def validation_problem(exc: ValidationError, *, data: Any = None) -> ValidationP
     shown clipped. ``data`` (the validated input, when at hand) keeps a key named like a
     union tag (a setting called ``float``)."""
     first = exc.errors(include_url=False)[0]
-    message = first["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, "):]
-    if first["type"] in {"missing"}:
-        message = "required field is missing"
-    elif first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
+    message = _wording(first)
+    if first["type"] not in {"missing", "extra_forbidden", "value_error", "assertion_error"} \
+            and "input" in first:
         message = f"{message} (got {short(first['input'])})"
     cause = first.get("ctx", {}).get("error")
     return ValidationProblem(tuple(_key_path(first["loc"], data)), message,
                              cause if isinstance(cause, Exception) else None)
+
+
+#: Pydantic's texts for the errors a user meets, as forge says them: pydantic speaks of
+#: its own machinery ("Unable to extract tag using discriminator", "Input should be a
+#: valid dictionary or instance of RolloutSettings"), forge of the file's fields.
+_WORDING = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field",
+    "int_parsing": "expected an integer", "int_type": "expected an integer",
+    "int_from_float": "expected an integer", "float_parsing": "expected a number",
+    "float_type": "expected a number", "finite_number": "expected a finite number",
+    "bool_parsing": "expected true or false", "bool_type": "expected true or false",
+    "string_type": "expected a text", "list_type": "expected a list",
+    "tuple_type": "expected a list", "set_type": "expected a list",
+    "dict_type": "expected a mapping", "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping", "dataclass_type": "expected a mapping",
+    "string_unicode": "expected a text",
+}
+
+
+def _wording(error: Any) -> str:
+    """One pydantic error as forge words it (see :data:`_WORDING`)."""
+    kind, message = str(error["type"]), str(error["msg"])
+    ctx: dict[str, Any] = error.get("ctx") or {}
+    if kind in _WORDING:
+        return _WORDING[kind]
+    # pydantic quotes the discriminator's name itself ("'type'").
+    tag_field = str(ctx.get("discriminator", "type")).strip("'")
+    if kind == "union_tag_not_found":
+        return f"no {tag_field!r} field saying which kind this is"
+    if kind == "union_tag_invalid":
+        return (f"{tag_field} {short(ctx.get('tag'))} is not one of "
+                f"{ctx.get('expected_tags', 'the known kinds')}")
+    if kind in {"literal_error", "enum"} and "expected" in ctx:
+        return f"expected {ctx['expected']}"
+    if message.startswith("Value error, "):
+        return message[len("Value error, "):]
+    if message.startswith("Input should be "):
+        return "must be " + message[len("Input should be "):]
+    return message
 
 
 _UNION_TAGS = {"int", "float", "bool", "enum"}

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, ValidationError
+from conftest import ARITH, assert_user_error, run_forge
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge import _files
 from forge._files import (
@@ -324,7 +327,7 @@ def test_a_versioned_file_loads_into_its_model(tmp_path: Path) -> None:
     (b'{"format_version": "3"}', "format_version '3' is not readable", "format_version", None),
     (b'{"format_version": 2}', "format_version 2 is not readable", "format_version", None),
     (b'{"format_version": 3, "name": "a", "sizes": [1, "x"]}',
-     "damaged saved thing: Input should be a valid integer", "sizes[1]", None),
+     "damaged saved thing: expected an integer", "sizes[1]", None),
     (b'{"format_version": 3, "name": "a"}', "damaged saved thing: required field is missing",
      "sizes", None),
 ])
@@ -430,3 +433,82 @@ def test_a_validation_error_about_a_billion_laughs_or_a_cycle_is_one_short_line(
             Named.model_validate({"name": value})
         problem = validation_problem(info.value)
         assert problem.field == "name" and len(problem.message) < 120, problem.message
+
+
+# --------------------------------------------------------------------- duplicate keys (16.2)
+
+
+
+@pytest.mark.parametrize(("file", "edit", "line", "field"), [
+    ("bench.yaml", lambda t: t + "metrics:\n  latency: {direction: lower, max_increase: 1}\n",
+     15, "metrics"),
+    ("registry.yaml", lambda t: t.replace(
+        "hints:", "  effort: {type: int, min: 1, max: 3, default: 1}\nhints:"),
+     11, "settings.effort"),
+    ("defaults.yaml", lambda t: t + "width: 4\n", 6, "width"),
+])
+def test_a_key_written_twice_in_any_yaml_file_is_one_line_with_file_line_and_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str,
+        edit: Callable[[str], str], line: int, field: str) -> None:
+    bench = tmp_path / "arith"
+    shutil.copytree(ARITH, bench)
+    path = bench / file
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    code, out, err = run_forge(capsys, "eval", bench, "--task", "no-such-task")
+    assert_user_error(code, out, err, f"{path}:{line}: {field}: ", "written twice",
+                      "first on line")
+
+
+def test_duplicate_keys_are_found_at_any_depth_and_a_merge_may_repeat_keys(
+        tmp_path: Path) -> None:
+    path = tmp_path / "f.yaml"
+    path.write_text("a:\n  - {x: 1}\n  - b: {y: 1, z: 2, y: 3}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path, ConfigError)
+    assert (info.value.line, info.value.field) == (3, "a[1].b.y"), str(info.value)
+    # "1" and 1 are two keys once built, so they may both be written.
+    assert parse_yaml('base: &b {p: 1, q: 2}\nm:\n  <<: *b\n  p: 3\n"1": a\n1: b\n') == {
+        "base": {"p": 1, "q": 2}, "m": {"p": 3, "q": 2}, "1": "a", 1: "b"}
+
+
+# ------------------------------------------------------------- pydantic's wording (16.2)
+
+_PYDANTIC_WORDS = ("Input should", "Unable to extract", "discriminator", "Input tag",
+                   "instance of", "Value error", "Extra inputs")
+
+
+@pytest.mark.parametrize(("data", "field", "message"), [
+    ({"s": {"default": False}}, "s", "no 'type' field saying which kind this is"),
+    ({"s": {"type": "str", "default": 1}}, "s",
+     "type 'str' is not one of 'int', 'float', 'bool', 'enum'"),
+    ({"s": "fast"}, "s", "expected a mapping (got 'fast')"),
+    ({"s": {"type": "int", "min": "one", "max": 5, "default": 1}}, "s.min",
+     "expected an integer (got 'one')"),
+    ({"s": {"type": "float", "min": 0, "max": "x", "default": 0}}, "s.max",
+     "expected a number (got 'x')"),
+    ({"s": {"type": "bool", "default": "maybe"}}, "s.default", "expected true or false"),
+    ({"s": {"type": "enum", "choices": "ab", "default": "a"}}, "s.choices",
+     "expected a list (got 'ab')"),
+    ({"s": {"type": "enum", "choices": ["a"], "default": "a", "description": ["d"]}},
+     "s.description", "expected a text"),
+    ({"s": {"type": "bool", "default": True, "colour": 1}}, "s.colour", "unknown field"),
+    ({"s": {"type": "int", "min": 1, "max": 5, "default": 1}, "direction": "down"}, "direction",
+     "expected 'lower' or 'higher' (got 'down')"),
+    ({"s": {"type": "int", "min": 1, "max": 5, "default": 1}, "k": 0}, "k",
+     "must be greater than or equal to 1 (got 0)"),
+])
+def test_pydantic_wording_never_reaches_the_user(data: dict[str, Any], field: str,
+                                                  message: str) -> None:
+    from forge.registry import Setting
+
+    class File(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        s: Setting
+        direction: Literal["lower", "higher"] = "lower"
+        k: int = Field(default=1, ge=1)
+
+    with pytest.raises(ValidationError) as info:
+        File.model_validate(data)
+    problem = validation_problem(info.value, data=data)
+    assert (problem.field, problem.message[:len(message)]) == (field, message), problem
+    assert not any(word in problem.message for word in _PYDANTIC_WORDS), problem.message
