@@ -125,6 +125,7 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     inverses, start, final = _chain(what, info, records, end, registry, journal)
 
     target = _target(what, bench, to)
+    _refuse_read_only(what, target)
     evidence = _Evidence(what, info, bench, folder, end, test, inverses, start, final)
     with _target_lock(what, target):
         return _promote_into(target, evidence, now)
@@ -284,6 +285,22 @@ def _target(what: str, bench: Bench, to: Path | None) -> Path:
     return to
 
 
+def _refuse_read_only(what: str, target: Path) -> None:
+    """Refuse a target marked read-only. The atomic write replaces the file by renaming
+    a new one over it, which a read-only file does not stop (only its folder's mode
+    does), so without this check forge would overwrite a file its owner protected."""
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PromoteError(f"{what}: cannot read {target.name}: {exc.strerror or exc}",
+                           file=target) from None
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise PromoteError(f"{what}: refused: {target.name} is read-only; nothing was "
+                           "written (make it writable to change it)", file=target)
+
+
 def _registry_path(bench: Bench) -> Path:
     return (bench.folder / bench.spec.registry).resolve()
 
@@ -317,6 +334,7 @@ def rollback(target: str | Path) -> RollbackResult:
     if not sidecar.exists() and not _target_lock_file(path).exists():
         raise PromoteError(f"{what}: no promotion is recorded for this file ({sidecar.name} "
                            "not found); nothing to roll back", file=path)
+    _refuse_read_only(what, path)
     with _target_lock(what, path):
         return _rollback(path, what, sidecar)
 

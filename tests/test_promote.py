@@ -349,6 +349,26 @@ def test_promote_refuses_a_journal_that_does_not_add_up(
 
 # -- rollback ----------------------------------------------------------------------------------
 
+def test_promote_or_rollback_onto_a_read_only_file_is_refused(
+        runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The atomic write renames a new file over the old one, which a read-only mode
+    does not stop: forge checks the mode itself (these tests may run as root)."""
+    target = copy_defaults(runs, tmp_path)
+    target.chmod(0o444)
+    before = snapshot(target, sidecar_path(target))
+    one_error_line(*forge(capsys, "promote", "win", "--journals", runs.journals, "--to",
+                          target), str(target), "is read-only", "nothing was written")
+    assert snapshot(target, sidecar_path(target)) == before
+    target.chmod(0o644)
+    ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
+    target.chmod(0o444)
+    before = snapshot(target, sidecar_path(target))
+    one_error_line(*forge(capsys, "rollback", target), "is read-only")
+    assert snapshot(target, sidecar_path(target)) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == sorted(
+        [target.name, sidecar_path(target).name])
+
+
 def test_rollback_restores_exactly_the_old_file(runs: Runs, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     target = copy_defaults(runs, tmp_path)
