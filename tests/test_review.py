@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from conftest import ARITH, write_search_bench
 
+from forge import review
 from forge.bench import BudgetSettings
 from forge.errors import JournalError
 from forge.journal import RunInfo, RunOptions, write_run
 from forge.launch import launch_search
 from forge.records import PromotedMove
-from forge import review
 from forge.review import (
     STEP_KEYS,
     aux_changes,
