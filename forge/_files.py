@@ -258,7 +258,8 @@ def validation_problem(exc: ValidationError, *, data: Any = None) -> ValidationP
     union tag (a setting called ``float``)."""
     first = exc.errors(include_url=False)[0]
     message = _wording(first)
-    if first["type"] not in {"missing", "extra_forbidden", "value_error", "assertion_error"} \
+    if first["type"] not in {"missing", "extra_forbidden", "value_error", "assertion_error",
+                             "too_long", "too_short"} \
             and "input" in first:
         message = f"{message} (got {short(first['input'])})"
     cause = first.get("ctx", {}).get("error")
@@ -297,6 +298,11 @@ def _wording(error: Any) -> str:
     if kind == "union_tag_invalid":
         return (f"{tag_field} {short(ctx.get('tag'))} is not one of "
                 f"{ctx.get('expected_tags', 'the known kinds')}")
+    if kind in {"too_long", "too_short"} and "actual_length" in ctx:
+        most = kind == "too_long"
+        bound = ctx.get("max_length" if most else "min_length")
+        return (f"{'at most' if most else 'at least'} {bound:,} item(s), got "
+                f"{ctx['actual_length']:,}")
     if kind in {"literal_error", "enum"} and "expected" in ctx:
         return f"expected {ctx['expected']}"
     if message.startswith("Value error, "):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 
 import typer
+from pydantic import ValidationError
 
+from forge._files import validation_problem
 from forge.commands import register_all
 from forge.commands._common import err
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":
             pass  # typer has printed the help already
         else:
+            if isinstance(exc.__cause__, ValidationError) and hasattr(exc, "message"):
+                # typer checks an option's value with pydantic: its wording, as forge's.
+                exc.message = validation_problem(exc.__cause__).message
             err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
                       highlight=False, markup=False, soft_wrap=True)
         return 2
