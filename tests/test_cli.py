@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import conftest
 import pytest
-from conftest import ARITH, MakeBench, assert_user_error, run_forge
+from conftest import ARITH, MakeBench, assert_user_error
 
 from forge.results import SUMMARY_KEYS, load_result
 
@@ -97,6 +98,6 @@ def test_ctrl_c_exits_130_and_saves_nothing(make_bench: MakeBench) -> None:
 ])
 def test_an_option_typer_checks_with_pydantic_is_refused_in_forges_words(
         capsys: pytest.CaptureFixture[str], args: list[str], expected: str) -> None:
-    code, out, err = run_forge(capsys, "eval", ARITH, *args, "--task", "x")
+    code, out, err = conftest.run_forge(capsys, "eval", ARITH, *args, "--task", "x")
     line = assert_user_error(code, out, err, expected)
     assert "Input should" not in line
