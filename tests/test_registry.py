@@ -660,8 +660,8 @@ def test_more_enum_choices_than_the_bound_are_refused(tmp_path: Path) -> None:
     choices = ", ".join(f"c{i}" for i in range(MAX_CHOICES + 1))
     path.write_text(f"name: r\nsettings:\n  e: {{type: enum, choices: [{choices}], "
                     "default: c0}\n", encoding="utf-8")
-    with pytest.raises(RegistryError, match="settings.e.choices: List should have at most "
-                                            f"{MAX_CHOICES} items"):
+    with pytest.raises(RegistryError, match=f"settings.e.choices: at most {MAX_CHOICES:,} "
+                                            rf"item\(s\), got {MAX_CHOICES + 1:,}"):
         load_registry(path)
 
 
