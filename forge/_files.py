@@ -2,7 +2,9 @@
 
 Every input error forge reports names the file, the field and, where the file is
 YAML or JSONL, the line. pydantic gives the field as a path of keys; the YAML node
-tree (``yaml.compose``) gives the line of each key, so both meet here.
+tree (``yaml.compose``) gives the line of each key, so both meet here. The text is
+parsed within bounds by :mod:`forge._parse`: a hostile file (not UTF-8, too deep, a
+huge integer, a lone surrogate, a control character) is one line too.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,15 @@ from typing import Any, NoReturn, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from forge._parse import (
+    DuplicateKey,
+    HostileValue,
+    check_value,
+    compose_yaml,
+    loads_json,
+    parse_yaml,
+)
+from forge._show import short
 from forge.errors import InputFileError
 
 __all__ = [
@@ -34,34 +44,6 @@ __all__ = [
     "read_jsonl",
     "validation_problem",
 ]
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 scalars: only true/false are booleans, ``1e-3`` is a float.
-
-    PyYAML follows YAML 1.1, where ``on``/``off``/``yes``/``no`` are booleans (so the
-    key ``on:`` of a runtime rule became ``True``) and ``1e-3`` is a string.
-    """
-
-
-_BOOL, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"
-_FLOAT_RE = re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""", re.X)
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, _FLOAT_RE if tag == _FLOAT else rx) for tag, rx in resolvers if tag != _BOOL]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
-
-
-def parse_yaml(text: str) -> Any:
-    """Parse YAML text the way every forge input file is parsed (YAML 1.2 scalars)."""
-    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects built
 
 
 @dataclass(frozen=True)
@@ -95,45 +77,88 @@ class YamlDocument:
 
 
 def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
-    """Parse a YAML file; a missing file or malformed YAML raises ``error`` with the line."""
+    """Parse a YAML file; a missing, unreadable, malformed or hostile file (see
+    :mod:`forge._parse`) raises ``error`` with the line and field where known."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise error("file not found", file=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read: {exc}", file=p) from None
+    except IsADirectoryError:
+        raise error("is a folder, not a YAML file", file=p) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
+    text = _decode(raw, p, error)
     try:
-        root = yaml.compose(text, Loader=_Loader)
-        data = parse_yaml(text)
+        root, data = compose_yaml(text)
+        check_value(data)
+    except DuplicateKey as exc:
+        mark = exc.problem_mark
+        raise error(exc.problem or "a key is written twice", file=p,
+                    field=field_path(exc.loc) or None,
+                    line=None if mark is None else mark.line + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "malformed YAML"
         raise error(f"malformed YAML: {problem}", file=p, line=line) from None
+    except yaml.reader.ReaderError as exc:
+        # PyYAML's text for it spans two lines; one is enough, with the line number.
+        raise error(f"malformed YAML: character {_char(exc.character)} is not allowed "
+                    "(control characters must be escaped in a double-quoted string)",
+                    file=p, line=text.count("\n", 0, exc.position) + 1) from None
     except yaml.YAMLError as exc:
-        raise error(f"malformed YAML: {exc}", file=p) from None
+        raise error(f"malformed YAML: {' '.join(str(exc).split())}", file=p) from None
+    except HostileValue as exc:
+        refused = YamlDocument(path=p, data=None, root=root)
+        raise error(exc.message, file=p, field=field_path(exc.loc) or None,
+                    line=refused.line_of(exc.loc)) from None
     return YamlDocument(path=p, data=data, root=root)
 
 
+def _decode(raw: bytes, path: Path, error: type[InputFileError]) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise error(f"cannot read: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                    file=path, line=line) from None
+
+
+def _char(character: Any) -> str:
+    code = character if isinstance(character, int) else ord(str(character)[:1] or "\0")
+    return f"U+{code:04X}"
+
+
 def read_jsonl(path: str | Path, error: type[InputFileError]) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line; malformed JSON names its line."""
+    """Yield ``(line_number, value)`` for each non-blank line; a line that is malformed
+    or hostile JSON, or not UTF-8, names its line (and the field, where it is one)."""
     p = Path(path)
     try:
-        fh = p.open(encoding="utf-8")
+        fh = p.open("rb")
     except FileNotFoundError:
         raise error("file not found", file=p) from None
+    except IsADirectoryError:
+        raise error("is a folder, not a JSONL file", file=p) from None
     except OSError as exc:
-        raise error(f"cannot read: {exc}", file=p) from None
+        raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
     with fh:
         for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column "
+                            f"{exc.start + 1}", file=p, line=number) from None
+            if not text.strip():
                 continue
             try:
-                yield number, json.loads(raw)
+                yield number, loads_json(text)
             except json.JSONDecodeError as exc:
                 raise error(f"malformed JSON: {exc.msg} (column {exc.colno})",
                             file=p, line=number) from None
+            except HostileValue as exc:
+                raise error(exc.message, file=p, field=field_path(exc.loc) or None,
+                            line=number) from None
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -162,9 +187,11 @@ def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[In
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise error(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    except HostileValue as exc:
+        raise error(exc.message, file=p, field=field_path(exc.loc) or None) from None
     if not isinstance(data, dict) or "format_version" not in data:
         raise error(f"not a {what} (no format_version)", file=p)
     found = data["format_version"]
@@ -233,18 +260,59 @@ def validation_problem(exc: ValidationError, *, data: Any = None) -> ValidationP
     shown clipped. ``data`` (the validated input, when at hand) keeps a key named like a
     union tag (a setting called ``float``)."""
     first = exc.errors(include_url=False)[0]
-    message = first["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, "):]
-    if first["type"] in {"missing"}:
-        message = "required field is missing"
-    elif first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
-        message = f"{message} (got {_short(first['input'])})"
+    message = _wording(first)
+    if first["type"] not in {"missing", "extra_forbidden", "value_error", "assertion_error",
+                             "too_long", "too_short"} \
+            and "input" in first:
+        message = f"{message} (got {short(first['input'])})"
     cause = first.get("ctx", {}).get("error")
     return ValidationProblem(tuple(_key_path(first["loc"], data)), message,
                              cause if isinstance(cause, Exception) else None)
+
+
+#: Pydantic's texts for the errors a user meets, as forge says them: pydantic speaks of
+#: its own machinery ("Unable to extract tag using discriminator", "Input should be a
+#: valid dictionary or instance of RolloutSettings"), forge of the file's fields.
+_WORDING = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field",
+    "int_parsing": "expected an integer", "int_type": "expected an integer",
+    "int_from_float": "expected an integer", "float_parsing": "expected a number",
+    "float_type": "expected a number", "finite_number": "expected a finite number",
+    "bool_parsing": "expected true or false", "bool_type": "expected true or false",
+    "string_type": "expected a text", "list_type": "expected a list",
+    "tuple_type": "expected a list", "set_type": "expected a list",
+    "dict_type": "expected a mapping", "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping", "dataclass_type": "expected a mapping",
+    "string_unicode": "expected a text",
+}
+
+
+def _wording(error: Any) -> str:
+    """One pydantic error as forge words it (see :data:`_WORDING`)."""
+    kind, message = str(error["type"]), str(error["msg"])
+    ctx: dict[str, Any] = error.get("ctx") or {}
+    if kind in _WORDING:
+        return _WORDING[kind]
+    # pydantic quotes the discriminator's name itself ("'type'").
+    tag_field = str(ctx.get("discriminator", "type")).strip("'")
+    if kind == "union_tag_not_found":
+        return f"no {tag_field!r} field saying which kind this is"
+    if kind == "union_tag_invalid":
+        return (f"{tag_field} {short(ctx.get('tag'))} is not one of "
+                f"{ctx.get('expected_tags', 'the known kinds')}")
+    if kind in {"too_long", "too_short"} and "actual_length" in ctx:
+        most = kind == "too_long"
+        bound = ctx.get("max_length" if most else "min_length")
+        return (f"{'at most' if most else 'at least'} {bound:,} item(s), got "
+                f"{ctx['actual_length']:,}")
+    if kind in {"literal_error", "enum"} and "expected" in ctx:
+        return f"expected {ctx['expected']}"
+    if message.startswith("Value error, "):
+        return message[len("Value error, "):]
+    if message.startswith("Input should be "):
+        return "must be " + message[len("Input should be "):]
+    return message
 
 
 _UNION_TAGS = {"int", "float", "bool", "enum"}
@@ -281,11 +349,6 @@ def _key_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
         out.append(part)
         data = child
     return out
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, default=repr) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

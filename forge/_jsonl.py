@@ -97,14 +97,25 @@ def read_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: str,
         try:
             # Decoded here: json.loads of bytes would guess UTF-16 from a stray BOM.
             value = json.loads(raw.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # ValueError: also an integer too long to convert; RecursionError: nesting
+        # deeper than the parser's stack. Neither is a line forge wrote.
+        except (ValueError, RecursionError) as exc:
             if number >= last:
                 log.warning("%s:%d: ignoring a torn last line", path, number)
                 break
-            what = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-            raise error(f"{damaged}: {what}", file=path, line=number) from None
+            raise error(f"{damaged}: {_problem(exc)}", file=path, line=number) from None
         out.append((number, value))
     return out
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return " ".join(str(exc).split())[:120]
 
 
 class JsonlAppender:

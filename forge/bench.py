@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from forge._digest import canonical_json, digest_of, sha256_hex
 from forge._files import YamlDocument, load_yaml, raise_validation_error, read_jsonl
-from forge.errors import BenchError
+from forge.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_K, MAX_TASKS, MAX_TIMEOUT_S
+from forge.errors import BenchError, OptionError
 from forge.executors import EXECUTORS, Executor, ExecutorSettings, open_executor
 from forge.harness import HARNESSES, Harness
 from forge.registry import Config, Registry, load_config, load_registry
@@ -33,6 +34,7 @@ __all__ = [
     "MetricSpec",
     "RolloutSettings",
     "SearchSettings",
+    "check_attempts",
     "load_bench",
     "resolve_bench_path",
 ]
@@ -41,13 +43,17 @@ SPLIT_NAMES = ("dev", "val", "test")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: a timeout, tolerance or budget of .inf or .nan is never meant
+    # (and an infinite one cannot be journaled as JSON).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class RolloutSettings(_Strict):
-    k: int = Field(default=5, ge=1, description="attempts per task")
-    concurrency: int = Field(default=8, ge=1, description="attempts in flight at once")
-    timeout_s: float = Field(default=30.0, gt=0, description="per-attempt timeout")
+    k: int = Field(default=5, ge=1, le=MAX_K, description="attempts per task")
+    concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY,
+                             description="attempts in flight at once")
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S,
+                             description="per-attempt timeout")
 
 
 class MetricSpec(_Strict):
@@ -217,6 +223,20 @@ def load_bench(path: str | Path) -> Bench:
                  _harness_identity=harness.identity, _doc=doc)
 
 
+def check_attempts(k: int, n_tasks: int, split: str, *, file: str | Path | None = None,
+                   field: str | None = None, line: int | None = None,
+                   option: str | None = None) -> None:
+    """Refuse an evaluation of more than MAX_ATTEMPTS attempts (K times the tasks of the
+    split), naming the file and field or the command-line ``option`` that set K."""
+    if k * n_tasks <= MAX_ATTEMPTS:
+        return
+    message = (f"k {k:,} times the {n_tasks:,} tasks of split {split!r} is {k * n_tasks:,} "
+               f"attempts per evaluation; at most {MAX_ATTEMPTS:,}")
+    if option is not None:
+        raise OptionError(message, option=option)
+    raise BenchError(message, file=file, field=field, line=line)
+
+
 def _resolve(folder: Path, relative: str, doc: YamlDocument, field: str) -> Path:
     p = (folder / relative).resolve()
     if not p.is_file():
@@ -234,6 +254,9 @@ def _load_splits(folder: Path, spec: BenchFile, doc: YamlDocument) -> dict[str, 
         tasks: list[Task] = []
         seen: set[str] = set()
         for line, value in read_jsonl(path, BenchError):
+            if len(tasks) >= MAX_TASKS:
+                raise BenchError(f"split {split!r} has more than {MAX_TASKS:,} tasks",
+                                 file=path, line=line)
             if not isinstance(value, dict):
                 raise BenchError("expected a JSON object per line", file=path, line=line)
             try:
@@ -257,6 +280,8 @@ def _load_splits(folder: Path, spec: BenchFile, doc: YamlDocument) -> dict[str, 
             tasks.append(task)
         if not tasks:
             raise BenchError(f"split {split!r} has no tasks", file=path)
+        check_attempts(spec.rollouts.k, len(tasks), split, file=doc.path, field="rollouts.k",
+                       line=doc.line_of(["rollouts", "k"]))
         for task in tasks:
             id_owner[task.id] = split
             input_owner[sha256_hex(canonical_json(task.input))] = (split, task.id)

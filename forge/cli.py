@@ -121,6 +121,13 @@ def _run(argv: list[str] | None) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":
             pass  # typer has printed the help already
         else:
+            from pydantic import ValidationError
+
+            from forge._files import validation_problem
+
+            if isinstance(exc.__cause__, ValidationError) and hasattr(exc, "message"):
+                # typer checks an option's value with pydantic: its wording, as forge's.
+                exc.message = validation_problem(exc.__cause__).message
             err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
                       highlight=False, markup=False, soft_wrap=True)
         return 2

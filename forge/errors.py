@@ -63,7 +63,27 @@ class ForgeError(Exception):
 
 
 class UserError(ForgeError):
-    """Bad input. ``str()`` is one line a person can act on."""
+    """Bad input. ``str()`` is one line a person can act on.
+
+    One line whatever the message quotes: a newline or another control character
+    from a file or a harness (an ESC that would recolour the terminal) is shown
+    escaped, and a lone surrogate as its escape, so that printing never fails.
+    """
+
+    def __str__(self) -> str:
+        return _one_line(super().__str__())
+
+
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7f, 0xa0)]}
+_CONTROLS.update({ord("\t"): " ", ord("\n"): " ", ord("\r"): " "})
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one printable line (see :class:`UserError`)."""
+    if text.isprintable():
+        return text
+    text = text.translate(_CONTROLS)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class OptionError(UserError):

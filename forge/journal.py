@@ -13,6 +13,7 @@ anything new. A run that diverges from its own journal is refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from forge._files import atomic_write_text, load_versioned_json
 from forge._jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
+from forge._lock import exclusive
 from forge.bench import BudgetSettings
+from forge.bounds import MAX_CONCURRENCY, MAX_K
 from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.moves import Move
@@ -36,6 +39,7 @@ __all__ = [
     "RunInfo",
     "RunOptions",
     "load_run",
+    "lock_run",
     "read_journal",
     "read_records",
     "run_dir",
@@ -47,11 +51,11 @@ _R = TypeVar("_R", bound=AnyRecord)
 class RunOptions(BaseModel):
     """How a run searches (``run.json``'s ``options``); a resume searches the same way."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     max_steps: int
     patience: int
     budget: BudgetSettings
-    k: int
+    k: int = Field(ge=1, le=MAX_K)
     candidates_per_step: int
     chunks: int
     #: Version 1's racing (extra attempt blocks, futility level); absent from version 2.
@@ -66,7 +70,7 @@ class RunOptions(BaseModel):
     #: absent from the file for a proposer that says nothing.
     proposer_info: dict[str, Any] | None = None
     first_moves: list[Move] = Field(default_factory=list)
-    concurrency: int | None = None
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
 
     @model_serializer(mode="wrap")
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -109,8 +113,28 @@ def load_run(folder: Path) -> RunInfo:
 
 
 def write_run(folder: Path, info: RunInfo) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / "run.json", redact(info.model_dump_json(indent=2)) + "\n")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(folder / "run.json", redact(info.model_dump_json(indent=2)) + "\n")
+    except OSError as exc:
+        raise JournalError(f"cannot write: {exc.strerror or exc}",
+                           file=exc.filename or folder / "run.json") from None
+
+
+def lock_run(folder: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold the run folder's lock while writing it (a new run, a resume): a second
+    writer of the same run is refused with one line, before it writes anything."""
+    run_id = folder.name
+
+    def busy(holder: str) -> JournalError:
+        return JournalError(f"run {run_id} is being written by another forge process "
+                            f"({holder}); wait for it to end, then resume it if needed",
+                            file=folder)
+
+    def cannot(reason: str) -> JournalError:
+        return JournalError(f"cannot lock the run folder: {reason}", file=folder)
+
+    return exclusive(folder / ".lock", busy=busy, cannot=cannot)
 
 
 def read_journal(folder: Path) -> list[tuple[int, AnyRecord]]:
@@ -137,7 +161,10 @@ class JournalWriter:
     def __init__(self, folder: Path) -> None:
         self.path = folder / "journal.jsonl"
         # Cut first, so that the records replayed are exactly those the file keeps.
-        cut_torn_tail(self.path)
+        try:
+            cut_torn_tail(self.path)
+        except OSError as exc:
+            raise write_error(exc, self.path) from None
         self._existing = read_journal(folder) if self.path.exists() else []
         self._position = 0
         self._out = JsonlAppender(self.path)
@@ -161,7 +188,19 @@ class JournalWriter:
                                    "since this run was written", file=self.path, line=line)
             self._position += 1
             return cast(_R, old)  # the same kind: its text is the same
-        with self._out:
-            self._out.append([json.dumps(data, ensure_ascii=False)])
+        try:
+            with self._out:
+                self._out.append([json.dumps(data, ensure_ascii=False)])
+        except OSError as exc:
+            raise write_error(exc, self.path) from None
         self._position += 1
         return stored
+
+
+def write_error(exc: OSError, path: Path) -> JournalError:
+    """A write to a run folder that failed (a full or read-only disk) as one line: what
+    is on disk is whole (every append is whole lines), so the run can be resumed."""
+    folder = path.parent
+    return JournalError(f"cannot write: {exc.strerror or exc}; what was written is kept: "
+                        f"`forge search --resume {folder.name}` continues the run once "
+                        "it can be written", file=exc.filename or path)

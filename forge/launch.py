@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from forge.bench import Bench, BudgetSettings, load_bench
+from forge.bench import Bench, BudgetSettings, check_attempts, load_bench
+from forge.bounds import MAX_K
 from forge.errors import JournalError, OptionError
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
-from forge.journal import JOURNAL_FORMAT_VERSION, RunInfo, load_run, new_run_id, write_run
+from forge.journal import (
+    JOURNAL_FORMAT_VERSION,
+    RunInfo,
+    load_run,
+    lock_run,
+    new_run_id,
+    write_error,
+    write_run,
+)
 from forge.moves import Move
 from forge.progress import SearchProgress
 from forge.proposers import build_proposer
@@ -23,6 +33,8 @@ __all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
 
 DEFAULT_JOURNALS = Path("journals")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                          errno.EFBIG, errno.EIO})
 
 
 def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
@@ -30,6 +42,10 @@ def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
              concurrency: int | None, candidates_per_step: int | None,
              executor: ExecutorSettings) -> SearchOptions:
     s = bench.spec.search
+    if k is not None and k > MAX_K:
+        raise OptionError(f"{k:,} attempts per task; at most {MAX_K:,}", option="-k")
+    for split in bench.splits:
+        check_attempts(k or bench.spec.rollouts.k, len(bench.tasks(split)), split, option="-k")
     budget = s.budget if budget_rollouts is None else BudgetSettings(
         rollouts=budget_rollouts, cost=s.budget.cost, wall_time_s=s.budget.wall_time_s)
     return SearchOptions(
@@ -86,8 +102,17 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
                    options=options.journal_form(proposer=proposer, proposer_info=proposer_info,
                                                 first_moves=list(first_moves or [])),
                    created_at=datetime.now(UTC))
-    write_run(folder, info)
-    return _run(bench, info, options, folder, on_record, progress)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JournalError(f"cannot make the run folder: {exc.strerror or exc}",
+                           file=folder) from None
+    with lock_run(folder):
+        if (folder / "run.json").exists():  # another launch of this id came first
+            raise JournalError(f"run {run_id!r} exists; resume it with --resume {run_id}",
+                               file=folder)
+        write_run(folder, info)
+        return _run(bench, info, options, folder, on_record, progress)
 
 
 def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
@@ -122,16 +147,27 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
                                          concurrency=bench.spec.rollouts.concurrency,
                                          timeout_s=bench.spec.rollouts.timeout_s,
                                          executor=executor)
-    return _run(bench, info, options, folder, on_record, progress)
+    for split in bench.splits:
+        check_attempts(info.options.k, len(bench.tasks(split)), split,
+                       file=folder / "run.json", field="options.k")
+    with lock_run(folder):
+        return _run(bench, info, options, folder, on_record, progress)
 
 
 def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
          on_record: Callable[[AnyRecord], None] | None,
          progress: SearchProgress | None = None) -> SearchOutcome:
     start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
-    proposer = build_proposer(info.options.proposer, registry=bench.registry, run_dir=folder,
-                              seed=info.seed)
-    search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
-                    first_moves=list(info.options.first_moves), on_record=on_record,
-                    progress=progress)
-    return search.run()
+    try:
+        proposer = build_proposer(info.options.proposer, registry=bench.registry,
+                                  run_dir=folder, seed=info.seed)
+        search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
+                        first_moves=list(info.options.first_moves), on_record=on_record,
+                        progress=progress)
+        return search.run()
+    except OSError as exc:
+        # A full or read-only disk under a writer that does not say so itself (the
+        # proposer's study): one line, and the run resumes once it can be written.
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        raise write_error(exc, folder / "journal.jsonl") from None

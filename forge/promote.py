@@ -27,7 +27,10 @@ Every refusal is a :class:`~forge.errors.PromoteError` naming the file it is abo
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +38,7 @@ from typing import Any
 
 from forge._digest import file_digest, sha256_hex
 from forge._files import atomic_write_text, parse_yaml
+from forge._lock import exclusive
 from forge.bench import Bench, load_bench
 from forge.config_yaml import check_round_trip, first_difference, render_config, show_value
 from forge.errors import MoveError, OptionError, PromoteError
@@ -88,12 +92,13 @@ class RollbackResult:
     undone: Promotion | None
     dropped: Promotion | None
     remaining: int
+    notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"action": "rollback", "target": str(self.target), "sidecar": str(self.sidecar),
                 "undone": None if self.undone is None else self.undone.as_json(),
                 "dropped": None if self.dropped is None else self.dropped.run_id,
-                "remaining": self.remaining}
+                "remaining": self.remaining, "notes": self.notes}
 
 
 # -- promote ---------------------------------------------------------------------------------
@@ -138,12 +143,42 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     inverses, start, final = _chain(what, info, records, end, registry, journal)
 
     target = _target(what, bench, to)
+    _refuse_read_only(what, target)
+    evidence = _Evidence(what, info, bench, folder, end, test, inverses, start, final, beyond)
+    with _target_lock(what, target):
+        return _promote_into(target, evidence, now)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What :func:`promote` checked about the run, before it looks at the target."""
+
+    what: str
+    info: RunInfo
+    bench: Bench
+    folder: Path
+    end: EndRecord
+    test: SplitDelta
+    inverses: list[Move]
+    start: Config
+    final: Config
+    #: The test split's tolerance checks beyond their allowance, accepted by the user.
+    beyond: list[AuxCheck]
+
+
+def _promote_into(target: Path, run: _Evidence, now: datetime | None) -> PromoteResult:
+    """The part of :func:`promote` that reads and writes the target, under its lock."""
+    what, info, bench, folder, end = run.what, run.info, run.bench, run.folder, run.end
+    test, inverses, start, final = run.test, run.inverses, run.start, run.final
+    journal = folder / "journal.jsonl"
+    registry = bench.registry
+    notes: list[str] = []
     sidecar = sidecar_path(target)
     stack = load_provenance(sidecar).promotions if sidecar.exists() else []
     old_bytes = _read_bytes(target)
     old_sha = None if old_bytes is None else sha256_hex(old_bytes)
     stack, dropped = settle(stack, old_sha)
-    notes = [] if dropped is None else [_dropped_note(dropped, target)]
+    notes += [] if dropped is None else [_dropped_note(dropped, target)]
     if old_bytes is None:
         order = list(registry.settings)
         previous = start
@@ -182,7 +217,7 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
         final_fingerprint=final.fingerprint, previous_existed=old_bytes is not None,
         previous_text=previous_text, previous_sha256=sha256_hex(previous_text),
         written_sha256=sha256_hex(text), at=at,
-        accepted_beyond_tolerance=[c.name for c in beyond])
+        accepted_beyond_tolerance=[c.name for c in run.beyond])
     provenance = Provenance(target=target.name, promotions=[*stack, entry])
 
     # Nothing is written until every check has passed. Re-read the target last: an
@@ -190,6 +225,7 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     if _read_bytes(target) != old_bytes:
         raise PromoteError(f"{what}: refused: {target} changed while promoting; try again",
                            file=target)
+    notes += _remove_leftovers(target)
     _commit(target, text, sidecar, provenance, sidecar_first=True)
     return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes)
 
@@ -279,6 +315,22 @@ def _target(what: str, bench: Bench, to: Path | None) -> Path:
     return to
 
 
+def _refuse_read_only(what: str, target: Path) -> None:
+    """Refuse a target marked read-only. The atomic write replaces the file by renaming
+    a new one over it, which a read-only file does not stop (only its folder's mode
+    does), so without this check forge would overwrite a file its owner protected."""
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PromoteError(f"{what}: cannot read {target.name}: {exc.strerror or exc}",
+                           file=target) from None
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise PromoteError(f"{what}: refused: {target.name} is read-only; nothing was "
+                           "written (make it writable to change it)", file=target)
+
+
 def _registry_path(bench: Bench) -> Path:
     return (bench.folder / bench.spec.registry).resolve()
 
@@ -309,6 +361,16 @@ def rollback(target: str | Path) -> RollbackResult:
     path = Path(target)
     what = f"rollback {path}"
     sidecar = sidecar_path(path)
+    if not sidecar.exists() and not _target_lock_file(path).exists():
+        raise PromoteError(f"{what}: no promotion is recorded for this file ({sidecar.name} "
+                           "not found); nothing to roll back", file=path)
+    _refuse_read_only(what, path)
+    with _target_lock(what, path):
+        return _rollback(path, what, sidecar)
+
+
+def _rollback(path: Path, what: str, sidecar: Path) -> RollbackResult:
+    """The part of :func:`rollback` that reads and writes the file, under its lock."""
     if not sidecar.exists():
         raise PromoteError(f"{what}: no promotion is recorded for this file ({sidecar.name} "
                            "not found); nothing to roll back", file=path)
@@ -318,9 +380,14 @@ def rollback(target: str | Path) -> RollbackResult:
     stack, dropped = settle(stack, current_sha)
     if dropped is not None:
         # F already holds the content from before that entry: finish the bookkeeping only.
-        write_sidecar(sidecar, Provenance(target=path.name, promotions=stack))
+        notes = _remove_leftovers(path)
+        try:
+            write_sidecar(sidecar, Provenance(target=path.name, promotions=stack))
+        except OSError as exc:
+            raise PromoteError(f"cannot write: {exc.strerror or exc}; the files were left as "
+                               "they were", file=sidecar) from None
         return RollbackResult(target=path, sidecar=sidecar, undone=None, dropped=dropped,
-                              remaining=len(stack))
+                              remaining=len(stack), notes=notes)
     if not stack:
         raise PromoteError(f"{what}: nothing to roll back; {sidecar.name} records no "
                            "promotion in effect", file=sidecar)
@@ -349,13 +416,60 @@ def rollback(target: str | Path) -> RollbackResult:
                            f"recorded previous config; {sidecar.name} is damaged", file=sidecar)
     check_round_trip(entry.previous_text, config, registry, path)
     provenance = Provenance(target=path.name, promotions=stack[:-1])
+    notes = _remove_leftovers(path)
     # YAML first (the commit), then pop the entry: see the module docstring.
     _commit(path, entry.previous_text, sidecar, provenance, sidecar_first=False)
     return RollbackResult(target=path, sidecar=sidecar, undone=entry, dropped=None,
-                          remaining=len(stack) - 1)
+                          remaining=len(stack) - 1, notes=notes)
 
 
 # -- files -----------------------------------------------------------------------------------
+
+def _target_lock(what: str, target: Path) -> contextlib.AbstractContextManager[None]:
+    """One promote or rollback of ``target`` at a time (a lock file beside it): the
+    second comer is refused before it reads or writes anything."""
+    def busy(holder: str) -> PromoteError:
+        return PromoteError(f"{what}: refused: another forge promote or rollback of {target} "
+                            f"is running ({holder}); nothing was written; try again when it "
+                            "ends", file=target)
+
+    def cannot(reason: str) -> PromoteError:
+        return PromoteError(f"{what}: cannot lock {target.name}: {reason}", file=target)
+
+    if not target.parent.is_dir():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cannot(exc.strerror or str(exc)) from None
+    return exclusive(_target_lock_file(target), busy=busy, cannot=cannot)
+
+
+def _target_lock_file(target: Path) -> Path:
+    return target.parent / f".{target.name}.lock"
+
+
+def _remove_leftovers(target: Path) -> list[str]:
+    """Remove the temporary files a killed promote or rollback left beside ``target``
+    and its sidecar (:func:`forge._files.atomic_write_text` names them
+    ``.NAME.<16 hex digits>.tmp``); only under the lock, when none can be in use."""
+    names = {target.name, sidecar_path(target).name}
+    pattern = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{16}\.tmp$")
+    removed = 0
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return []
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match and match.group("name") in names and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed += 1
+    if not removed:
+        return []
+    return [f"removed {removed} temporary file(s) left beside {target.name} by an interrupted "
+            "promote or rollback"]
+
 
 def _dropped_note(entry: Promotion, target: Path) -> str:
     return (f"dropped the record of run {entry.run_id}'s promotion from "

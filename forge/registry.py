@@ -32,7 +32,10 @@ from forge._files import (
     raise_validation_error,
     validation_problem,
 )
+from forge._show import short
+from forge.bounds import MAX_CHOICES
 from forge.errors import ConfigError, RegistryError
+from forge.secrets import clip
 
 __all__ = [
     "BoolSetting",
@@ -76,7 +79,8 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 class _SettingBase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: a bound, step or default of .inf or .nan is never meant.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     description: str = ""
 
     def check(self, value: Any) -> Scalar:  # pragma: no cover - every subclass overrides
@@ -114,9 +118,10 @@ class IntSetting(_SettingBase):
 
     def check(self, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer in [{self.min}, {self.max}], got {value!r}")
+            raise ValueError(f"expected an integer in [{self.min}, {self.max}], got "
+                             f"{_shown(value)}")
         if not self.min <= value <= self.max:
-            raise ValueError(f"{value} is outside [{self.min}, {self.max}]")
+            raise ValueError(f"{_shown(value)} is outside [{self.min}, {self.max}]")
         return value
 
     def neighbours(self, value: Any) -> list[Scalar]:
@@ -170,10 +175,14 @@ class FloatSetting(_SettingBase):
 
     def check(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected a number in [{self.min}, {self.max}], got {value!r}")
-        v = float(value)
+            raise ValueError(f"expected a number in [{self.min}, {self.max}], got "
+                             f"{_shown(value)}")
+        try:
+            v = float(value)
+        except OverflowError:  # an int too large for a float is outside any float bound
+            v = math.inf
         if not math.isfinite(v) or not self.min <= v <= self.max:
-            raise ValueError(f"{value} is outside [{self.min}, {self.max}]")
+            raise ValueError(f"{_shown(value)} is outside [{self.min}, {self.max}]")
         return v
 
     def neighbours(self, value: Any) -> list[Scalar]:
@@ -220,7 +229,7 @@ class BoolSetting(_SettingBase):
 
     def check(self, value: Any) -> bool:
         if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
+            raise ValueError(f"expected true or false, got {_shown(value)}")
         return value
 
     def neighbours(self, value: Any) -> list[Scalar]:
@@ -232,25 +241,37 @@ class BoolSetting(_SettingBase):
 
 class EnumSetting(_SettingBase):
     type: Literal["enum"]
-    choices: list[bool | int | float | str] = Field(min_length=1)
+    choices: list[bool | int | float | str] = Field(min_length=1, max_length=MAX_CHOICES)
     default: bool | int | float | str
 
     @model_validator(mode="after")
     def _choices(self) -> EnumSetting:
-        seen: list[Any] = []
+        # A dict by value key, not a scan of the choices seen so far: the scan made
+        # validating 200,000 choices take hours (it was quadratic).
+        seen: dict[tuple[str, Any], Any] = {}
         for c in self.choices:
-            if any(same_value(c, s) for s in seen):
-                raise ValueError(f"choice {c!r} is listed twice")
-            seen.append(c)
-        if not any(same_value(self.default, c) for c in self.choices):
-            raise ValueError(f"default {self.default!r} is not one of the choices {self.choices}")
+            key = _value_key(c)
+            if key in seen:
+                raise ValueError(f"choice {_shown(c)} is listed twice")
+            seen[key] = c
+        if _value_key(self.default) not in seen:
+            raise ValueError(f"default {_shown(self.default)} is not one of the choices "
+                             f"{_choices_text(self.choices)}")
         return self
 
+    @cached_property
+    def _index(self) -> dict[tuple[str, Any], Scalar]:
+        return {_value_key(c): c for c in self.choices}
+
     def check(self, value: Any) -> Scalar:
-        for c in self.choices:
-            if same_value(value, c):
-                return c
-        raise ValueError(f"expected one of {self.choices}, got {value!r}")
+        try:
+            found = self._index.get(_value_key(value))
+        except TypeError:  # unhashable: a list or a mapping is no choice
+            found = None
+        if found is None:
+            raise ValueError(f"expected one of {_choices_text(self.choices)}, got "
+                             f"{_shown(value)}")
+        return found
 
     def neighbours(self, value: Any) -> list[Scalar]:
         v = self.check(value)
@@ -258,6 +279,26 @@ class EnumSetting(_SettingBase):
 
     def bounds_text(self) -> str:
         return " | ".join(str(c) for c in self.choices)
+
+
+def _value_key(value: Any) -> tuple[str, Any]:
+    """A key under which two values are the same exactly when :func:`same_value` says
+    so: ``True`` apart from ``1``, ``1`` with ``1.0``."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    return (type(value).__name__, value)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value in a message as Python writes it, bounded (see :mod:`forge._show`)."""
+    return short(value, limit, style="python")
+
+
+def _choices_text(choices: list[Any], shown: int = 10) -> str:
+    head = ", ".join(_shown(c, 40) for c in choices[:shown])
+    return f"[{head}]" if len(choices) <= shown else f"[{head}, ... ({len(choices)} in all)]"
 
 
 Setting = Annotated[IntSetting | FloatSetting | BoolSetting | EnumSetting,
@@ -368,8 +409,8 @@ class Registry(BaseModel):
         checked: dict[str, Scalar] = {}
         for key, setting in self.settings.items():
             if key not in values:
-                raise ConfigError(f"missing; expected {setting.type} {setting.bounds_text()}",
-                                  file=file, field=key)
+                raise ConfigError(f"missing; expected {setting.type} "
+                                  f"{clip(setting.bounds_text(), 200)}", file=file, field=key)
             try:
                 checked[key] = setting.check(values[key])
             except ValueError as exc:

@@ -360,11 +360,15 @@ def summarize_run(folder: Path) -> RunSummary:
     ``problem`` set instead of raising, so one bad run does not hide the others."""
     try:
         run = load_run_records(folder)
-    except JournalError as exc:
+    except (JournalError, OSError) as exc:
+        # OSError: a folder or file this user cannot read, a disk error; the row says so
+        # and the listing goes on.
+        problem = str(exc) if isinstance(exc, JournalError) else \
+            f"{folder}: cannot read: {exc.strerror or exc}"
         info = _info_or_none(folder)
         return RunSummary(run_id=folder.name, folder=folder,
                           status="damaged", bench=info.bench if info else None,
-                          created_at=info.created_at if info else None, problem=str(exc))
+                          created_at=info.created_at if info else None, problem=problem)
     test = None
     if run.test is not None:
         test = SplitDelta(start=run.test.start, final=run.test.final, delta=run.test.delta,
@@ -376,10 +380,20 @@ def summarize_run(folder: Path) -> RunSummary:
                       stop_reason=run.stop_reason, rollouts_used=run.rollouts_used, test=test)
 
 
+def _is_run_folder(folder: Path) -> bool:
+    """A folder holding ``run.json`` (even a damaged one, or one this user cannot read),
+    or one that lost it but keeps a journal: it is shown, damaged, not hidden."""
+    try:
+        return folder.is_dir() and any((folder / name).exists() or (folder / name).is_symlink()
+                                       for name in ("run.json", "journal.jsonl"))
+    except OSError:  # a folder that cannot even be looked into: shown as damaged
+        return True
+
+
 def _info_or_none(folder: Path) -> RunInfo | None:
     try:
         return load_run(folder)
-    except JournalError:
+    except (JournalError, OSError):
         return None
 
 
@@ -392,13 +406,20 @@ def list_runs(journals: Path) -> list[RunSummary]:
     """
     if not journals.is_dir():
         return []
-    summaries = [summarize_run(folder) for folder in sorted(journals.iterdir())
-                 if folder.is_dir() and (folder / "run.json").is_file()]
+    try:
+        entries = sorted(journals.iterdir())
+    except OSError as exc:
+        raise JournalError(f"cannot read the journals folder: {exc.strerror or exc}",
+                           file=journals) from None
+    summaries = [summarize_run(folder) for folder in entries if _is_run_folder(folder)]
 
     def started(s: RunSummary) -> tuple[datetime, str]:
         when = s.created_at
         if when is None:
-            when = datetime.fromtimestamp((s.folder / "run.json").stat().st_mtime, UTC)
+            try:
+                when = datetime.fromtimestamp((s.folder / "run.json").stat().st_mtime, UTC)
+            except OSError:  # unreadable or gone: first, with the other undated ones
+                when = datetime.fromtimestamp(0, UTC)
         elif when.tzinfo is None:  # a naive time in run.json is taken as UTC, as written
             when = when.replace(tzinfo=UTC)
         return when, s.run_id

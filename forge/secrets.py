@@ -12,6 +12,12 @@ Rules for callers:
 
 - Redact *before* you truncate. A clip that cuts a secret in two leaves a prefix
   that no longer matches, so the half-secret would be written in the clear.
+  :func:`clip` does both in that order, reading no more of a long text than the
+  clip keeps. For a clip made where forge could not redact first (a harness that
+  cut its own error text, a stream tail whose front was dropped as it arrived),
+  :func:`redact` also masks a piece of a secret of :data:`MIN_FRAGMENT_CHARS` or
+  more that ends at a cut mark (``...``, ``…``) or starts after a dropped-bytes mark
+  (``[N earlier bytes dropped]``).
 - Redact text, not a structure's ``repr``: the forms a value takes in JSON, in
   HTML, in a Python ``repr`` and in a URL are registered with it, so ``redact``
   works on JSON lines, HTML pages and exception messages alike.
@@ -49,9 +55,11 @@ from urllib.parse import quote, quote_plus
 
 __all__ = [
     "MASK",
+    "MIN_FRAGMENT_CHARS",
     "MIN_SECRET_CHARS",
     "RedactingFilter",
     "clear_secrets",
+    "clip",
     "redact",
     "register_secret",
     "secret_from_env",
@@ -63,6 +71,14 @@ log = logging.getLogger(__name__)
 MASK = "***"
 #: Shorter values are not registered (see the module docstring).
 MIN_SECRET_CHARS = 8
+#: A piece of a secret at a cut mark is masked from this many characters on; a
+#: shorter piece is too likely to be ordinary text (``s...`` for a key ``sk-...``).
+MIN_FRAGMENT_CHARS = 3
+
+#: What clips write where they cut the end of a text, in text and in JSON.
+_CUT_MARKS = ("...", "\u2026", "\\u2026")
+#: What a tail that dropped the start of a stream writes before what it kept.
+_DROP_MARKS = ("bytes dropped]\n", "bytes dropped]\\n")
 
 _NUMBER_LIKE = re.compile(r"[0-9+\-.eE]+")
 
@@ -116,14 +132,74 @@ def register_secret(value: str, *, name: str | None = None) -> bool:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret (in any of its forms) replaced by ``***``."""
+    """``text`` with every registered secret (in any of its forms) replaced by ``***``,
+    and any piece of one left at a cut mark by a clip made before (module docstring)."""
     needles = _needles
     if not needles:  # the fast path: no secret, nothing to look for
         return text
     for needle in needles:
         if needle in text:
             text = text.replace(needle, MASK)
+    if any(mark in text for mark in _CUT_MARKS + _DROP_MARKS):
+        text = _mask_pieces(text, needles)
     return text
+
+
+def clip(text: str, limit: int, *, marker: str = "...") -> str:
+    """``text`` redacted, then cut to ``limit`` characters followed by ``marker``.
+
+    Reads a window of ``text`` just long enough for the cut to fall where it would in
+    the whole redacted text: every secret that starts before the cut is whole in the
+    window, so it is masked whole, never cut. A text that fits is only redacted.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    longest = len(_needles[0]) if _needles else 0
+    end = limit + longest + 1
+    while True:
+        window = redact(text[:end])
+        if end >= len(text):
+            return window if len(window) <= limit else window[:limit] + marker
+        # The window's last ``longest`` characters may hold the start of a secret that
+        # continues past it; once they lie beyond the cut, the cut is where it would be.
+        if len(window) > limit + longest:
+            return window[:limit] + marker
+        end *= 2
+
+
+def _mask_pieces(text: str, needles: tuple[str, ...]) -> str:
+    """Mask the longest prefix of a needle that ends at a cut mark and the longest
+    suffix of one that starts after a dropped-bytes mark (at least
+    :data:`MIN_FRAGMENT_CHARS` long)."""
+    spans: list[tuple[int, int]] = []
+    for mark in _CUT_MARKS:
+        at = text.find(mark)
+        while at >= 0:
+            size = max((k for n in needles for k in range(len(n) - 1, MIN_FRAGMENT_CHARS - 1, -1)
+                        if k <= at and text.startswith(n[:k], at - k)), default=0)
+            if size:
+                spans.append((at - size, at))
+            at = text.find(mark, at + len(mark))
+    for mark in _DROP_MARKS:
+        at = text.find(mark)
+        while at >= 0:
+            start = at + len(mark)
+            size = max((k for n in needles for k in range(len(n) - 1, MIN_FRAGMENT_CHARS - 1, -1)
+                        if text.startswith(n[-k:], start)), default=0)
+            if size:
+                spans.append((start, start + size))
+            at = text.find(mark, start)
+    if not spans:
+        return text
+    out: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if start < done:  # overlapping pieces: one mask covers both
+            start = done
+        out += [text[done:start], MASK] if end > start else [text[done:start]]
+        done = max(done, end)
+    out.append(text[done:])
+    return "".join(out)
 
 
 def clear_secrets() -> None:

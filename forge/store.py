@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from forge._jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
 from forge.errors import JournalError
+from forge.journal import write_error
 from forge.results import AttemptResult
 from forge.secrets import redact
 
@@ -59,7 +60,10 @@ class AttemptStore:
         self._out = None if path is None else JsonlAppender(path)
         if path is not None:
             # Cut a torn tail first, so that memory holds exactly what the file does.
-            cut_torn_tail(path)
+            try:
+                cut_torn_tail(path)
+            except OSError as exc:
+                raise write_error(exc, path) from None
             for row in read_attempts(path):
                 self._data[(row.config, row.stream, row.result.task_id,
                             row.result.attempt)] = row.result
@@ -80,5 +84,8 @@ class AttemptStore:
             lines.append(redact(json.dumps({"config": config, "stream": stream,
                                             "result": r.model_dump(mode="json")})))
         if self._out is not None and lines:
-            with self._out:
-                self._out.append(lines)
+            try:
+                with self._out:
+                    self._out.append(lines)
+            except OSError as exc:
+                raise write_error(exc, self._out.path) from None

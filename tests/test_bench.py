@@ -252,3 +252,74 @@ def test_bench_yaml_is_json_compatible(make_bench: MakeBench) -> None:
         "rollouts": {"k": 2, "concurrency": 4, "timeout_s": 5.0}, "scorer": "exact",
     }), encoding="utf-8")
     assert load_bench(as_json).splits == load_bench(path).splits
+
+
+# -- bounds and hostile files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rollouts, field, words", [
+    ({"k": 10**9}, "rollouts.k", "less than or equal to 1000"),
+    ({"concurrency": 10**6}, "rollouts.concurrency", "less than or equal to 1024"),
+    ({"timeout_s": 1e300}, "rollouts.timeout_s", "less than or equal to 604800"),
+])
+def test_rollout_settings_have_upper_bounds(make_bench: MakeBench, rollouts: dict[str, float],
+                                            field: str, words: str) -> None:
+    bench = make_bench(rollouts=rollouts)
+    err = refusal(bench)
+    assert err.field == field and words in err.message
+    assert err.line == line_of(bench, "rollouts:")
+
+
+def test_k_times_the_tasks_of_a_split_is_bounded(make_bench: MakeBench) -> None:
+    tasks = default_tasks()
+    tasks["dev"] = [{"id": f"dev-{i}", "input": i, "expected": i} for i in range(1001)]
+    bench = make_bench(tasks=tasks, rollouts={"k": 1000})
+    err = refusal(bench)
+    assert err.field == "rollouts.k" and err.line == line_of(bench, "rollouts:")
+    assert err.message == ("k 1,000 times the 1,001 tasks of split 'dev' is 1,001,000 attempts "
+                           "per evaluation; at most 1,000,000")
+
+
+def test_a_split_with_more_tasks_than_the_bound_is_refused_at_the_first_one_too_many(
+        make_bench: MakeBench, monkeypatch: pytest.MonkeyPatch) -> None:
+    import forge.bench as bench_module
+
+    monkeypatch.setattr(bench_module, "MAX_TASKS", 2)
+    err = refusal(make_bench())
+    assert err.message == "split 'dev' has more than 2 tasks" and err.line == 3
+
+
+@pytest.mark.parametrize("where, text", [
+    ("rollouts: ", '{"k": 2, "timeout_s": .inf}'),
+    ("rollouts: ", '{"k": 2, "timeout_s": .nan}'),
+    ("scorer: ", "{numeric: {abs_tol: .inf}}"),
+])
+def test_infinity_where_a_finite_number_is_expected_is_refused(
+        make_bench: MakeBench, where: str, text: str) -> None:
+    bench = make_bench()
+    edit(bench, lambda s: "\n".join(where + text if line.startswith(where) else line
+                                    for line in s.splitlines()) + "\n")
+    err = refusal(bench)
+    assert "finite" in err.message and err.line == line_of(bench, where.strip())
+
+
+@pytest.mark.parametrize("line, field, words", [
+    (b'{"id": "a", "input": "\\ud800"}', "input", "lone surrogate (\\ud800)"),
+    (b'{"id": "a", "input": {"q\\udfff": 1}}', "input.q\\udfff", "lone surrogate (\\udfff)"),
+    (b'{"id": "a", "input": 1, "tags": ["\\udbff"]}', "tags[0]", "lone surrogate"),
+    (b'{"id": "a", "input": -Infinity}', None, "-Infinity is not JSON"),
+    (b'{"id": "a", "input": 1e999}', None, "out of range"),
+    (b'{"id": ' + b"9" * 5000 + b', "input": 1}', None, "an integer of 5000 digits"),
+    (b'{"id": "a", "input": ' + b"[" * 3000 + b"]" * 3000 + b"}", None, "nested deeper"),
+    (b'{"id": "a", "input": ' + b"[" * 101 + b"]" * 101 + b"}", "input" + "[0]" * 99,
+     "nested deeper than 100 levels"),
+    (b'{"id": "a\xff", "input": 1}', None, "not UTF-8: byte 0xff at column 10"),
+])
+def test_a_hostile_task_line_is_one_line_naming_file_line_and_field(
+        make_bench: MakeBench, line: bytes, field: str | None, words: str) -> None:
+    bench = make_bench()
+    dev = bench.parent / "tasks" / "dev.jsonl"
+    dev.write_bytes(dev.read_bytes() + line + b"\n")
+    err = refusal(bench)
+    assert err.file == str(dev) and err.line == 4 and err.field == field
+    assert words in err.message

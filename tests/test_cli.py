@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import conftest
 import pytest
-from conftest import ARITH, MakeBench
+from conftest import ARITH, MakeBench, assert_user_error
 
 from forge.results import SUMMARY_KEYS, load_result
 
@@ -86,3 +87,17 @@ def test_ctrl_c_exits_130_and_saves_nothing(make_bench: MakeBench) -> None:
     after = sorted(p.name for p in folder.iterdir())
     assert [n for n in after if n not in before] in (["started"],
                                                     ["__pycache__", "started"])
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-k", "1000000000"], "Invalid value for '-k': must be less than or equal to 1000"),
+    (["-k", "zero"], "Invalid value for '-k': expected an integer (got 'zero')"),
+    (["--concurrency", "0"], "Invalid value for '--concurrency': must be greater than or "
+                             "equal to 1"),
+    (["--timeout", "abc"], "Invalid value for '--timeout': expected a number"),
+])
+def test_an_option_typer_checks_with_pydantic_is_refused_in_forges_words(
+        capsys: pytest.CaptureFixture[str], args: list[str], expected: str) -> None:
+    code, out, err = conftest.run_forge(capsys, "eval", ARITH, *args, "--task", "x")
+    line = assert_user_error(code, out, err, expected)
+    assert "Input should" not in line

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, ValidationError
+from conftest import ARITH, assert_user_error, run_forge
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge import _files
 from forge._files import (
@@ -20,6 +23,7 @@ from forge._files import (
     parse_yaml,
     raise_validation_error,
     read_jsonl,
+    validation_problem,
 )
 from forge.errors import BenchError, ConfigError, RegistryError, ResultFileError
 
@@ -323,7 +327,7 @@ def test_a_versioned_file_loads_into_its_model(tmp_path: Path) -> None:
     (b'{"format_version": "3"}', "format_version '3' is not readable", "format_version", None),
     (b'{"format_version": 2}', "format_version 2 is not readable", "format_version", None),
     (b'{"format_version": 3, "name": "a", "sizes": [1, "x"]}',
-     "damaged saved thing: Input should be a valid integer", "sizes[1]", None),
+     "damaged saved thing: expected an integer", "sizes[1]", None),
     (b'{"format_version": 3, "name": "a"}', "damaged saved thing: required field is missing",
      "sizes", None),
 ])
@@ -344,3 +348,171 @@ def test_anything_else_is_refused_in_one_line_naming_file_and_field(
 def test_a_folder_is_not_a_versioned_file(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="is a folder; expected a saved thing file"):
         _load(tmp_path)
+
+
+# --------------------------------------------------------------------------- hostile files
+
+_LAUGHS = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+
+
+@pytest.mark.parametrize(("text", "line", "field", "words"), [
+    (b"name: ok\nbad: \"a\x1bb\"\n", 2, None,
+     "character U+001B is not allowed (control characters must be escaped"),
+    (b"name: ok\nbad: a\x00b\n", 2, None, "character U+0000 is not allowed"),
+    (b"name: ok\nbad: caf\xe9\n", 2, None, "not UTF-8 (byte 0xe9 at offset 17)"),
+    (b"x: " + b"[" * 3000 + b"]" * 3000 + b"\n", 1, None, "nested deeper than 100 levels"),
+    (b"x:\n" + b"".join(b"  " * i + b"- \n" for i in range(1, 103)), 101, None,
+     "nested deeper than 100 levels"),
+    (_LAUGHS.encode(), 7, None, "expands to more than 1,000,000 nodes"),  # 9^7 at a6
+    (b"name: ok\nmax: " + b"9" * 5000 + b"\n", 2, None, "an integer of 5000 digits"),
+    (b"name: ok\nday: 2024-13-45\n", 2, None, "not a date: month must be in 1..12"),
+    (b"name: ok\nsub:\n  text: \"\\ud800\"\n", 3, "sub.text", "lone surrogate (\\ud800)"),
+    (b"name: ok\nlist: [a, \"\\udc00\"]\n", 2, "list[1]", "lone surrogate (\\udc00)"),
+    (b"a: &a [*a]\n", 1, "a" + "[0]" * 99, "nested deeper than 100 levels"),
+])
+def test_a_hostile_yaml_file_is_one_line_naming_file_line_and_field(
+        tmp_path: Path, text: bytes, line: int, field: str | None, words: str) -> None:
+    path = tmp_path / "hostile.yaml"
+    path.write_bytes(text)
+    with pytest.raises(BenchError) as info:
+        load_yaml(path, BenchError)
+    err = info.value
+    assert err.file == str(path) and err.line == line and err.field == field, str(err)
+    assert words in err.message, err.message
+    assert str(err).isprintable()
+
+
+def test_what_yaml_allows_within_the_bounds_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    nested = "x: " + "[" * 99 + "]" * 99 + "\n"  # 100 levels with the document's
+    path.write_text(nested + "big: " + "9" * 1000 + "\nesc: \"\\e[0m\"\n"
+                    + "pair: \"\\U0001f600\"\nshared: &s [1, 2]\nagain: *s\n",
+                    encoding="utf-8")
+    data = load_yaml(path, BenchError).data
+    assert data["big"] == int("9" * 1000) and data["esc"] == "\x1b[0m"
+    assert data["pair"] == "\U0001f600" and data["again"] == [1, 2]
+
+
+@pytest.mark.parametrize(("content", "message", "field"), [
+    (b'{"format_version": 3, "name": "\\ud800", "sizes": []}', "a lone surrogate", "name"),
+    (b'{"format_version": 3, "name": "a", "sizes": [NaN]}', "NaN is not JSON", None),
+    (b'{"format_version": 3, "name": "a", "sizes": [1e400]}', "the number 1e400 is out of",
+     None),
+    (b'{"format_version": 3, "name": "a", "sizes": [' + b"1" * 4400 + b"]}",
+     "an integer of 4400 digits", None),
+    (b'{"format_version": 3, "name": "a", "sizes": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+     "nested deeper than 100 levels", None),
+])
+def test_a_hostile_versioned_file_is_one_line(tmp_path: Path, content: bytes, message: str,
+                                              field: str | None) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    with pytest.raises(ResultFileError) as info:
+        _load(path)
+    assert info.value.field == field and message in info.value.message, str(info.value)
+
+
+def _laughs(levels: int) -> list[object]:
+    """9^levels strings if written out: a YAML billion laughs, as PyYAML builds it."""
+    value: list[object] = ["lol"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return value
+
+
+@pytest.mark.timeout(60)
+def test_a_validation_error_about_a_billion_laughs_or_a_cycle_is_one_short_line() -> None:
+    class Named(BaseModel):
+        name: str
+
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for value in (_laughs(30), cycle):
+        with pytest.raises(ValidationError) as info:
+            Named.model_validate({"name": value})
+        problem = validation_problem(info.value)
+        assert problem.field == "name" and len(problem.message) < 120, problem.message
+
+
+# --------------------------------------------------------------------- duplicate keys (16.2)
+
+
+
+@pytest.mark.parametrize(("file", "edit", "line", "field"), [
+    ("bench.yaml", lambda t: t + "metrics:\n  latency: {direction: lower, max_increase: 1}\n",
+     15, "metrics"),
+    ("registry.yaml", lambda t: t.replace(
+        "hints:", "  effort: {type: int, min: 1, max: 3, default: 1}\nhints:"),
+     11, "settings.effort"),
+    ("defaults.yaml", lambda t: t + "width: 4\n", 6, "width"),
+])
+def test_a_key_written_twice_in_any_yaml_file_is_one_line_with_file_line_and_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str,
+        edit: Callable[[str], str], line: int, field: str) -> None:
+    bench = tmp_path / "arith"
+    shutil.copytree(ARITH, bench)
+    path = bench / file
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    code, out, err = run_forge(capsys, "eval", bench, "--task", "no-such-task")
+    assert_user_error(code, out, err, f"{path}:{line}: {field}: ", "written twice",
+                      "first on line")
+
+
+def test_duplicate_keys_are_found_at_any_depth_and_a_merge_may_repeat_keys(
+        tmp_path: Path) -> None:
+    path = tmp_path / "f.yaml"
+    path.write_text("a:\n  - {x: 1}\n  - b: {y: 1, z: 2, y: 3}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path, ConfigError)
+    assert (info.value.line, info.value.field) == (3, "a[1].b.y"), str(info.value)
+    # "1" and 1 are two keys once built, so they may both be written.
+    assert parse_yaml('base: &b {p: 1, q: 2}\nm:\n  <<: *b\n  p: 3\n"1": a\n1: b\n') == {
+        "base": {"p": 1, "q": 2}, "m": {"p": 3, "q": 2}, "1": "a", 1: "b"}
+
+
+# ------------------------------------------------------------- pydantic's wording (16.2)
+
+_PYDANTIC_WORDS = ("Input should", "Unable to extract", "discriminator", "Input tag",
+                   "instance of", "Value error", "Extra inputs")
+
+
+@pytest.mark.parametrize(("data", "field", "message"), [
+    ({"s": {"default": False}}, "s", "no 'type' field saying which kind this is"),
+    ({"s": {"type": "str", "default": 1}}, "s",
+     "type 'str' is not one of 'int', 'float', 'bool', 'enum'"),
+    ({"s": "fast"}, "s", "expected a mapping (got 'fast')"),
+    ({"s": {"type": "int", "min": "one", "max": 5, "default": 1}}, "s.min",
+     "expected an integer (got 'one')"),
+    ({"s": {"type": "float", "min": 0, "max": "x", "default": 0}}, "s.max",
+     "expected a number (got 'x')"),
+    ({"s": {"type": "bool", "default": "maybe"}}, "s.default", "expected true or false"),
+    ({"s": {"type": "enum", "choices": "ab", "default": "a"}}, "s.choices",
+     "expected a list (got 'ab')"),
+    ({"s": {"type": "enum", "choices": ["a"], "default": "a", "description": ["d"]}},
+     "s.description", "expected a text"),
+    ({"s": {"type": "bool", "default": True, "colour": 1}}, "s.colour", "unknown field"),
+    ({"s": {"type": "enum", "choices": [], "default": "a"}}, "s.choices",
+     "at least 1 item(s), got 0"),
+    ({"s": {"type": "enum", "choices": list(range(10_001)), "default": 0}}, "s.choices",
+     "at most 10,000 item(s), got 10,001"),
+    ({"s": {"type": "int", "min": 1, "max": 5, "default": 1}, "direction": "down"}, "direction",
+     "expected 'lower' or 'higher' (got 'down')"),
+    ({"s": {"type": "int", "min": 1, "max": 5, "default": 1}, "k": 0}, "k",
+     "must be greater than or equal to 1 (got 0)"),
+])
+def test_pydantic_wording_never_reaches_the_user(data: dict[str, Any], field: str,
+                                                  message: str) -> None:
+    from forge.registry import Setting
+
+    class File(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        s: Setting
+        direction: Literal["lower", "higher"] = "lower"
+        k: int = Field(default=1, ge=1)
+
+    with pytest.raises(ValidationError) as info:
+        File.model_validate(data)
+    problem = validation_problem(info.value, data=data)
+    assert (problem.field, problem.message[:len(message)]) == (field, message), problem
+    assert not any(word in problem.message for word in _PYDANTIC_WORDS), problem.message

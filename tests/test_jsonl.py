@@ -121,3 +121,18 @@ def test_appends_from_threads_never_interleave(tmp_path: Path) -> None:
     out.close()
     rows = read(path)
     assert len(rows) == 8 * 20 * 3
+
+
+@pytest.mark.parametrize("line, words", [
+    (b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+    (b'{"seed": ' + b"1" * 5000 + b"}", "Exceeds the limit (4300 digits)"),
+    (b'{"a": "\xff"}', "not UTF-8"),
+])
+def test_a_hostile_middle_line_is_damage_named_by_its_line(tmp_path: Path, line: bytes,
+                                                           words: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + line + b'\n{"a": 2}\n')
+    with pytest.raises(JournalError) as info:
+        read(path)
+    assert info.value.line == 2 and words in info.value.message
+    assert "\n" not in str(info.value)

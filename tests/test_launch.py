@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_calls, run_forge, search_tasks, write_search_bench
+from conftest import assert_user_error, read_calls, run_forge, search_tasks, write_search_bench
 
 from forge.errors import BenchError, JournalError, OptionError, UserError
 from forge.executors import ExecutorSettings
@@ -178,3 +178,43 @@ def test_resume_of_an_unknown_run_is_one_line_and_exit_2(
     code, _, err = run_forge(capsys, "search", "--resume", "nope", "--journals", tmp_path)
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "run.json" in err
+
+
+# -- bounds --------------------------------------------------------------------------------
+
+
+def test_k_beyond_the_bound_is_refused_before_the_run_folder_exists(
+        bench: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journals = tmp_path / "journals"
+    code, out, err = run_forge(capsys, "search", bench, "-k", 10**9, "--journals", journals)
+    assert_user_error(code, out, err, "-k: 1,000,000,000 attempts per task; at most 1,000")
+    code, out, err = run_forge(capsys, "eval", bench, "-k", 10**9)
+    assert_user_error(code, out, err, "-k")
+    assert not journals.exists()
+    with pytest.raises(OptionError, match="1,001 attempts per task; at most 1,000"):
+        launch_search(bench, journals=journals, k=1001, run_id="r")
+    assert not journals.exists()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda o: {**o, "k": 10**9}, "options.k"),
+    (lambda o: {**o, "concurrency": 10**9}, "options.concurrency"),
+    (lambda o: {**o, "futility_level": "-Infinity"}, None),
+])
+def test_a_resume_refuses_a_run_json_beyond_the_bounds(
+        bench: Path, tmp_path: Path, change: Any, field: str | None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    journals = tmp_path / "journals"
+    with pytest.raises(_Killed):
+        launch_search(bench, journals=journals, run_id="r", on_record=_kill_at_start)
+    run_json = journals / "r" / "run.json"
+    info = json.loads(run_json.read_text(encoding="utf-8"))
+    info["options"] = change(info["options"])
+    run_json.write_text(json.dumps(info).replace('"-Infinity"', "-Infinity"),
+                        encoding="utf-8")
+    before = (journals / "r" / "journal.jsonl").read_bytes()
+    code, out, err = run_forge(capsys, "search", "--resume", "r", "--journals", journals)
+    line = assert_user_error(code, out, err, str(run_json))
+    if field is not None:
+        assert f": {field}: " in line
+    assert (journals / "r" / "journal.jsonl").read_bytes() == before

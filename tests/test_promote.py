@@ -14,6 +14,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -346,6 +350,26 @@ def test_promote_refuses_a_journal_that_does_not_add_up(
 
 # -- rollback ----------------------------------------------------------------------------------
 
+def test_promote_or_rollback_onto_a_read_only_file_is_refused(
+        runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The atomic write renames a new file over the old one, which a read-only mode
+    does not stop: forge checks the mode itself (these tests may run as root)."""
+    target = copy_defaults(runs, tmp_path)
+    target.chmod(0o444)
+    before = snapshot(target, sidecar_path(target))
+    one_error_line(*forge(capsys, "promote", "win", "--journals", runs.journals, "--to",
+                          target), str(target), "is read-only", "nothing was written")
+    assert snapshot(target, sidecar_path(target)) == before
+    target.chmod(0o644)
+    ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
+    target.chmod(0o444)
+    before = snapshot(target, sidecar_path(target))
+    one_error_line(*forge(capsys, "rollback", target), "is read-only")
+    assert snapshot(target, sidecar_path(target)) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == sorted(
+        [target.name, sidecar_path(target).name])
+
+
 def test_rollback_restores_exactly_the_old_file(runs: Runs, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     target = copy_defaults(runs, tmp_path)
@@ -651,3 +675,120 @@ def test_promote_refuses_a_run_beyond_a_tolerance_unless_told_to_accept_it(
     entry = json.loads(sidecar_path(target).read_text(encoding="utf-8"))["promotions"][-1]
     accepted = {k: v for k, v in entry.items() if "accept" in k}
     assert accepted and "cost" in json.dumps(accepted), entry
+
+
+# -- one writer per target --------------------------------------------------------------------
+
+#: ``forge ARGS`` whose commit (promote's or rollback's two writes) waits for a go-ahead:
+#: it writes argv[1] when it gets there, then waits until argv[2] exists. A slow disk,
+#: made deterministic.
+SLOW_COMMIT = """
+import sys, time
+from pathlib import Path
+import forge.promote as promote
+from forge.cli import main
+
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+real = promote._commit
+
+def slow_commit(*args, **kwargs):
+    ready.write_text("ready")
+    deadline = time.monotonic() + 120
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return real(*args, **kwargs)
+
+promote._commit = slow_commit
+sys.exit(main(sys.argv[3:]))
+"""
+
+#: ``forge ARGS`` killed (SIGKILL) as it renames the temp file of argv[1] into place.
+KILLED_AT_RENAME = """
+import os, signal, sys
+from pathlib import Path
+from forge.cli import main
+
+victim = Path(sys.argv[1]).resolve()
+real = os.replace
+
+def replace(src, dst):
+    if Path(dst).resolve() == victim:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(src, dst)
+
+os.replace = replace
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _slow(tmp_path: Path, *args: object) -> tuple[subprocess.Popen[str], Path]:
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_COMMIT, str(ready), str(go),
+                             *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the first command never reached its commit"
+        time.sleep(0.01)
+    return proc, go
+
+
+def test_two_promotions_onto_one_target_at_once_the_second_is_refused(
+        runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = copy_defaults(runs, tmp_path)
+    before = snapshot(target, sidecar_path(target))
+    first, go = _slow(tmp_path, "promote", "win", "--journals", runs.journals, "--to", target)
+    try:
+        # The first has checked everything and is about to write: the second comes now.
+        line = one_error_line(*forge(capsys, "promote", "win", "--journals", runs.journals,
+                                     "--to", target),
+                              f"{target}: promote win: refused: another forge promote or "
+                              f"rollback of {target} is running", "nothing was written")
+        assert f"pid {first.pid}" in line
+        assert snapshot(target, sidecar_path(target)) == before  # the second wrote nothing
+        one_error_line(*forge(capsys, "rollback", target), "another forge promote or rollback")
+    finally:
+        go.write_text("go")
+        _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert stack(target) == ["win"]  # the first one's promotion, recorded once, not lost
+    assert load_config(target, load_bench(runs.bench).registry).values["boost"] is True
+    assert sorted(p.name for p in target.parent.iterdir()) == [
+        "defaults.yaml", "defaults.yaml.forge.json"]  # no lock file, no temp file left
+
+
+def test_a_rollback_in_progress_refuses_a_promote(
+        runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = copy_defaults(runs, tmp_path)
+    ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
+    first, go = _slow(tmp_path, "rollback", target)
+    try:
+        one_error_line(*forge(capsys, "promote", "win", "--journals", runs.journals,
+                              "--to", target), "another forge promote or rollback")
+    finally:
+        go.write_text("go")
+        _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert target.read_text(encoding="utf-8") == DEFAULTS and stack(target) == []
+
+
+@pytest.mark.parametrize("command", ["promote", "rollback"])
+def test_temp_files_of_a_killed_promote_are_removed_by_the_next_one(
+        runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    target = copy_defaults(runs, tmp_path)
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT_RENAME, str(target), "promote",
+                             "win", "--journals", str(runs.journals), "--to", str(target)],
+                            capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    leftovers = [p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")]
+    assert len(leftovers) == 1 and leftovers[0].startswith(".defaults.yaml."), leftovers
+    unrelated = target.parent / ".other.yaml.0123456789abcdef.tmp"
+    unrelated.write_text("not ours")
+    if command == "promote":
+        out = ok(capsys, "promote", "win", "--journals", runs.journals, "--to", target)
+    else:
+        out = ok(capsys, "rollback", target)
+    assert "removed 1 temporary file(s) left beside defaults.yaml" in out
+    assert sorted(p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")) == [
+        unrelated.name]

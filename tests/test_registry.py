@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import pytest
 
+from forge.bounds import MAX_CHOICES
 from forge.errors import ConfigError, InputFileError, RegistryError, UserError
 from forge.registry import (
     BoolSetting,
@@ -632,3 +634,75 @@ def test_parsed_assignment_feeds_with_values(registry: Registry) -> None:
     config = registry.with_values(registry.defaults(), updates)
     assert config.values == {**DEFAULTS, "temperature": 1.0, "retrieval": "tfidf",
                              "query_expansion": True}
+
+
+# -- bounds ---------------------------------------------------------------------------------
+
+
+def test_the_most_enum_choices_validate_in_linear_time() -> None:
+    # Each choice was compared with every one before it: 10,000 choices took minutes and
+    # 200,000 hours. Now a dict of value keys: well under a second on any machine.
+    choices = [f"c{i}" for i in range(MAX_CHOICES - 2)] + [1, 1.5]
+    started = time.perf_counter()
+    setting = EnumSetting.model_validate({"type": "enum", "choices": choices, "default": "c0"})
+    for value in ("c9000", 1, 1.0, 1.5):
+        setting.check(value)
+    assert time.perf_counter() - started < 5
+    assert setting.check(1.0) == 1 and type(setting.check(1.0)) is int  # the choice itself
+    with pytest.raises(ValueError, match="expected one of"):
+        setting.check(True)  # True is not 1
+    with pytest.raises(ValueError, match=r"\.\.\. \(10000 in all\)\], got \['x'\]"):
+        setting.check(["x"])  # unhashable, and the message lists 10 choices, not 10,000
+
+
+def test_more_enum_choices_than_the_bound_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    choices = ", ".join(f"c{i}" for i in range(MAX_CHOICES + 1))
+    path.write_text(f"name: r\nsettings:\n  e: {{type: enum, choices: [{choices}], "
+                    "default: c0}\n", encoding="utf-8")
+    with pytest.raises(RegistryError, match=f"settings.e.choices: at most {MAX_CHOICES:,} "
+                                            rf"item\(s\), got {MAX_CHOICES + 1:,}"):
+        load_registry(path)
+
+
+@pytest.mark.parametrize("field, text", [
+    ("max", ".inf"), ("min", "-.inf"), ("step", ".inf"), ("default", ".nan"),
+    ("max", "1" + "0" * 1200)])
+def test_a_float_bound_that_is_not_finite_is_refused(tmp_path: Path, field: str,
+                                                     text: str) -> None:
+    values = {"min": "0.0", "max": "1.0", "step": "0.1", "default": "0.5", field: text}
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsettings:\n  t: {type: float, "
+                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
+                    encoding="utf-8")
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    assert info.value.line == 3 and ("finite" in str(info.value) or "digits" in str(info.value))
+
+
+@pytest.mark.parametrize("choice", [".inf", ".nan", '"\\ud800"'])
+def test_an_enum_choice_that_is_not_a_finite_value_or_text_is_refused(
+        tmp_path: Path, choice: str) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(f"name: r\nsettings:\n  e: {{type: enum, choices: [a, {choice}], "
+                    "default: a}\n", encoding="utf-8")
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    assert info.value.line == 3 and info.value.field is not None
+    assert info.value.field.startswith("settings.e.choices")
+
+
+def test_a_config_value_is_shown_bounded_in_its_error(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsettings:\n  n: {type: int, min: 1, max: 3, default: 1}\n",
+                    encoding="utf-8")
+    registry = load_registry(path)
+    laughs: list[object] = ["lol"] * 9
+    for _ in range(9):
+        laughs = [laughs] * 9  # 9^10 strings if written out
+    cycle: list[object] = []
+    cycle.append(cycle)
+    for value in (laughs, cycle, "x" * 10**7, 10**4000):
+        with pytest.raises(ConfigError) as info:
+            registry.validate_config({"n": value})
+        assert len(str(info.value)) < 200

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import ARITH, write_search_bench
 
+from forge import review
 from forge.bench import BudgetSettings
 from forge.errors import JournalError
 from forge.journal import RunInfo, RunOptions, write_run
@@ -318,3 +319,39 @@ def test_list_runs_shows_damaged_runs_instead_of_failing(tmp_path: Path) -> None
     assert runs[2].bench == "fake" and runs[2].problem is not None
     assert "damaged record" in runs[2].problem
     assert list_runs(tmp_path / "absent") == []
+
+
+def test_no_damaged_run_folder_hides_the_others(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "journals"
+    write_fake_run(root / "good", [{"kind": "start"}],
+                   created_at=datetime(2021, 1, 1, tzinfo=UTC))
+    (root / "latin1").mkdir(parents=True)
+    (root / "latin1" / "run.json").write_bytes(b'{"name": "caf\xe9"}')
+    (root / "folder-json" / "run.json").mkdir(parents=True)
+    lost = write_fake_run(root / "lost", [{"kind": "start"}])
+    (lost / "run.json").unlink()
+    bad_bytes = write_fake_run(root / "bad-bytes", [{"kind": "start"}],
+                               created_at=datetime(2022, 1, 1, tzinfo=UTC))
+    with (bad_bytes / "journal.jsonl").open("ab") as fh:
+        fh.write(b'{"kind": "\xff"}\n{}\n')
+    write_fake_run(root / "unreadable", [{"kind": "start"}],
+                   created_at=datetime(2023, 1, 1, tzinfo=UTC))
+    real = review.load_run_records
+
+    def refused(folder: Path) -> Any:  # as a folder of another user (tests run as root)
+        if folder.name == "unreadable":
+            raise PermissionError(13, "Permission denied", str(folder / "journal.jsonl"))
+        return real(folder)
+
+    monkeypatch.setattr(review, "load_run_records", refused)
+    runs = {r.run_id: r for r in list_runs(root)}
+    assert set(runs) == {"good", "latin1", "folder-json", "lost", "bad-bytes", "unreadable"}
+    assert runs["good"].status == "running/interrupted" and runs["good"].problem is None
+    problems = {name: run.problem for name, run in runs.items() if name != "good"}
+    assert all(run.status == "damaged" for name, run in runs.items() if name != "good")
+    for name, fragment in [("latin1", "not UTF-8"), ("folder-json", "run.json"),
+                           ("lost", "run.json not found"), ("bad-bytes", "not UTF-8"),
+                           ("unreadable", "cannot read: Permission denied")]:
+        problem = problems[name]
+        assert problem is not None and fragment in problem and "\n" not in problem, problem

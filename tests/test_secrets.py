@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -253,3 +254,166 @@ def test_search_over_an_echoing_http_service_writes_no_secret(
     assert_clean(messages, token, "log records")
     assert "retrying in" in messages  # forge's own retry log, from dev-2's 500s
 
+
+
+# -- a key straddling every clip -----------------------------------------------------------
+
+#: A fixed key, so that a failure is reproducible; its pieces occur in no message forge
+#: writes around it (checked below with the key left out).
+STRADDLER = "ZqXvKjWzQyPxVuTw9Z8Q7X6V5K4J3W2z"
+FILLER = "#"
+
+
+def _child() -> Any:
+    from forge.harness.supervisor import Child
+
+    return Child(65536, lambda child: None, line_mode=False)
+
+
+def _command_stdout(text: str) -> str:
+    """A command harness whose stdout is not JSON, as the attempt's error stores it."""
+    from forge.harness.command import _output
+    from forge.rollout import _clip
+
+    try:
+        _output(text.encode(), _child())
+    except Exception as exc:
+        return _clip(f"{type(exc).__name__}: {exc}") or ""
+    raise AssertionError("not JSON, yet accepted")
+
+
+def _command_stderr(text: str, limit: int) -> str:
+    """The stderr tail of a command harness (its front dropped), as a trace stores it."""
+    from forge.harness.supervisor import Tail
+
+    tail = Tail(limit)
+    data = text.encode()
+    for i in range(0, len(data), 7):  # as a stream arrives: in pieces
+        tail.add(data[i:i + 7])
+    return redact(json.dumps({"stderr": tail.text()}))
+
+
+def _validation(text: str) -> str:
+    from forge._files import validation_problem
+    from forge.harness import RunOutput
+
+    try:
+        RunOutput.model_validate({"usage": {"input_tokens": [text]}})
+    except Exception as exc:
+        return validation_problem(exc).message  # type: ignore[arg-type]
+    raise AssertionError("accepted")
+
+
+def _judge_not_json(text: str) -> str:
+    from forge.scorers.judge import parse_reply
+
+    try:
+        parse_reply("not json " + text, "binary", 7)
+    except ValueError as exc:
+        return str(exc)
+    raise AssertionError("accepted")
+
+
+def _judge_reason(text: str) -> str:
+    from forge.scorers.judge import parse_reply
+
+    return parse_reply(json.dumps({"verdict": "pass", "reason": text}), "binary",
+                       7).explanation or ""
+
+
+def _exact(text: str) -> str:
+    from forge.scorers import SCORERS
+    from forge.spec import BuildContext
+    from forge.task import Task
+
+    scorer = SCORERS.build(SCORERS.parse("exact", BuildContext(base_dir=Path("."))),
+                           BuildContext(base_dir=Path(".")))
+    score = scorer.score(Task(id="t", input="i", expected="e"), RunOutput(output=text))
+    return score.explanation or ""  # type: ignore[union-attr]
+
+
+def _short(value: Any) -> str:
+    from forge._show import short
+
+    return short(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    from forge.secrets import clip
+
+    return clip(text, limit)
+
+
+def _places() -> list[tuple[str, int, Any]]:
+    """Every place that clips text forge may write: (name, where it cuts, render)."""
+    from forge.harness.http import _excerpt as http_excerpt
+    from forge.llm.client import _excerpt as llm_excerpt
+    from forge.proposers._llm_prompt import clip as prompt_clip
+    from forge.rollout import _clip as error_clip
+    from forge.scorers._values import quote
+
+    places: list[tuple[str, int, Any]] = [
+        ("secrets.clip", 60, lambda t: _clip(t, 60)),
+        ("_show.short of a string", 60, _short),
+        ("_show.short of a structure", 60, lambda t: _short({"key": [t]})),
+        ("a value quoted in a validation error", 60, _validation),
+        ("scorer explanation (exact)", 80, _exact),
+        ("judge reply that is not JSON", 120, _judge_not_json),
+        ("judge reason", 160, _judge_reason),
+        ("LLM client error excerpt", 200, llm_excerpt),
+        ("HTTP harness error excerpt", 160, lambda t: http_excerpt(t.encode())),
+        ("command harness stdout excerpt", 200, _command_stdout),
+        ("attempt error text", 2000, error_clip),
+        ("llm proposer prompt", 120, lambda t: prompt_clip(t, 120)),
+        ("command harness stderr tail", 500, lambda t: _command_stderr(t, 500)),
+    ]
+    places += [(f"quote({limit})", limit, lambda t, n=limit: quote(t, n))
+               for limit in (40, 60, 80, 120, 160)]
+    return places
+
+
+@pytest.mark.parametrize("place", _places(), ids=lambda p: p[0])
+def test_a_key_straddling_every_clip_leaves_no_piece_of_it(place: tuple[str, int, Any]) -> None:
+    """Redaction runs before the clip at every place that clips: wherever the cut falls
+    in the key, no three characters of it in a row are written."""
+    name, cut, render = place
+    pieces = {STRADDLER[i:i + 3] for i in range(len(STRADDLER) - 2)}
+    tail = name == "command harness stderr tail"  # the start is cut, not the end
+    texts = []
+    for offset in range(max(0, cut - len(STRADDLER) - 4), cut + 5):
+        if tail:
+            texts.append(FILLER * 700 + STRADDLER + FILLER * offset)
+        else:
+            texts.append(FILLER * offset + STRADDLER + FILLER * (cut + 400))
+    # The check itself: with nothing registered, pieces of the key show at most cuts,
+    # and a text without the key shows none.
+    assert sum(any(p in render(text) for p in pieces) for text in texts) > len(texts) / 2
+    assert not [p for p in pieces if p in render(FILLER * (cut + 800))]
+    register_secret(STRADDLER)
+    for text in texts:
+        shown = render(text)
+        assert not [p for p in pieces if p in shown], (name, text.index(STRADDLER), shown)
+        assert MASK in shown or any(m in shown for m in ("...", "…", "dropped")), shown
+
+
+def test_explanations_quoting_a_key_at_every_cut_reach_no_file(
+        make_bench: MakeBench, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The exact scorer quotes the output in 80 characters; each task puts the key one
+    # character further along, so that the cut falls at every place in it.
+    monkeypatch.setenv(ENV, STRADDLER)
+    tasks = {"dev": [{"id": f"d{n}", "input": {"offset": n}, "expected": "right"}
+                     for n in range(40, 84)]}
+    bench = make_bench(textwrap.dedent(f"""
+        import os
+
+        def run(config, task, ctx):
+            return {{"output": "#" * task.input["offset"] + os.environ["{ENV}"] + "#" * 100}}
+        """), tasks=tasks)
+    secret_from_env(ENV)
+    code, _, err = run_forge(capsys, "eval", bench, "-k", "1", "--save", tmp_path / "r.json")
+    assert code == 0, err
+    data = (tmp_path / "r.json").read_text(encoding="utf-8")
+    assert data.count("got '") == len(tasks["dev"])  # every output was quoted
+    assert not [STRADDLER[i:i + 3] for i in range(len(STRADDLER) - 2)
+                if STRADDLER[i:i + 3] in data]

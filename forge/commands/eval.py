@@ -16,7 +16,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from forge.bench import Bench, load_bench
+from forge.bench import Bench, check_attempts, load_bench
+from forge.bounds import MAX_K
 from forge.commands._common import (
     ExecutorOption,
     RayAddressOption,
@@ -45,7 +46,8 @@ def eval_command(
     config_file: Annotated[Path | None, typer.Option("--config", help="config YAML")] = None,
     assignments: Annotated[list[str] | None, typer.Option(
         "--set", help="override one setting: key=value (repeatable)")] = None,
-    k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
+    k: Annotated[int | None, typer.Option("-k", min=1, max=MAX_K,
+                                          help="attempts per task")] = None,
     seed: Annotated[int, typer.Option("--seed", help="run seed")] = DEFAULT_SEED,
     concurrency: Annotated[int | None, typer.Option(
         "--concurrency", min=1,
@@ -67,7 +69,9 @@ def eval_command(
     if assignments:
         config = bench.registry.with_values(config, dict(parse_assignment(a)
                                                          for a in assignments))
-    bench.tasks(split)  # a missing split is bad input before any progress bar appears
+    tasks = bench.tasks(split)  # a missing split is bad input before any progress bar appears
+    check_attempts(k or bench.spec.rollouts.k, len(set(task_ids)) if task_ids else len(tasks),
+                   split, option="-k")
     if save is not None and save.is_dir():  # found now, not after the whole evaluation
         raise OptionError(f"{save} is a folder; expected a file path", option="--save")
     settings = bench.executor_settings(executor, workers, ray_address)

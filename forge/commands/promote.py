@@ -87,6 +87,8 @@ def _print_promotion(result: PromoteResult) -> None:
 
 
 def _print_rollback(result: RollbackResult) -> None:
+    for note in result.notes:
+        typer.echo(note)
     if result.undone is None:
         dropped = result.dropped.run_id if result.dropped is not None else "?"
         typer.echo(f"nothing to undo in {result.target}: it already holds the content from "

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from forge._files import validation_problem
+from forge.bounds import MAX_OUTPUT_BYTES
 from forge.spec import Plugin, PluginRegistry
 from forge.task import Task
 
@@ -61,7 +62,9 @@ class RunOutput(BaseModel):
         """What a harness returned, as a RunOutput whose content survives JSON.
 
         ``ValueError`` says what is wrong with it: not a RunOutput or a dict of its
-        fields, a non-finite metric or cost, or content that cannot be serialised.
+        fields, a non-finite metric or cost, content that cannot be serialised, or more
+        than :data:`~forge.bounds.MAX_OUTPUT_BYTES` of it as JSON (16 MiB, the command
+        harness's bound on its stdout).
         """
         if isinstance(value, RunOutput):
             output = value
@@ -80,11 +83,69 @@ class RunOutput(BaseModel):
                 raise ValueError(f"invalid output: metric {name!r} is {metric}")
         if output.cost is not None and not math.isfinite(output.cost):
             raise ValueError(f"invalid output: cost is {output.cost}")
+        # Measured before it is serialised: a 200 MB output must not be copied to learn
+        # that it is too big, nor one that contains itself be walked forever.
+        if _size_at_least(output, MAX_OUTPUT_BYTES + 1):
+            raise ValueError(f"output too large: more than {_MIB} MiB as JSON (at most {_MIB} "
+                             "MiB per attempt); nothing of it is kept")
         try:
-            output.model_dump_json()
+            size = len(output.model_dump_json())
         except PydanticSerializationError as exc:
             raise ValueError(f"output cannot be serialised: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # nested too deeply for the serialiser
+            raise ValueError(f"output cannot be serialised: {type(exc).__name__}") from None
+        if size > MAX_OUTPUT_BYTES:
+            raise ValueError(f"output too large: {size:,} bytes as JSON (at most {_MIB} MiB "
+                             "per attempt); nothing of it is kept")
         return output
+
+
+_MIB = MAX_OUTPUT_BYTES // 2**20
+
+
+def _size_at_least(output: RunOutput, limit: int) -> bool:
+    """Whether ``output`` takes ``limit`` characters or more as JSON, from a walk that
+    stops there: each string counts its length and every other value at least one
+    character, so the count never exceeds the real size. A value that contains itself
+    is refused here (its JSON would be endless)."""
+    size = 0
+    on_path: set[int] = set()
+    # Depth first; ``_LEAVE`` entries take a container off the path once its items
+    # have all been walked, so that a list shared twice is no cycle.
+    stack: list[Any] = [output.output, output.trace, output.signals,
+                        *((c.args, c.result, c.error, c.name) for c in output.tool_calls)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Leave):
+            on_path.discard(item.ident)
+            continue
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, (dict, list, tuple, set, frozenset)):
+            ident = id(item)
+            if ident in on_path:
+                raise ValueError("output cannot be serialised: it contains itself")
+            on_path.add(ident)
+            stack.append(_Leave(ident))
+            size += 2
+            if isinstance(item, dict):
+                for key, value in item.items():
+                    stack.append(key)
+                    stack.append(value)
+            else:
+                stack.extend(item)
+        else:
+            size += 1
+        if size >= limit:
+            return True
+    return False
+
+
+class _Leave:
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
 
 
 class AttemptContext(BaseModel):

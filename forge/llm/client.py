@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from forge._files import validation_problem
 from forge.errors import LLMError, OptionError
-from forge.secrets import secret_from_env
+from forge.secrets import clip, redact, secret_from_env
 
 __all__ = ["ChatClient", "ChatReply", "Endpoint", "LLMError", "ToolCallRequest"]
 
@@ -330,5 +330,6 @@ def _count(value: Any) -> int:
 
 
 def _excerpt(text: str) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= _EXCERPT else one_line[:_EXCERPT] + "..."
+    # Redacted before the clip: a server that echoes the key (an error page quoting the
+    # request) must not leave the key's first characters in an attempt's error.
+    return clip(" ".join(redact(text).split()), _EXCERPT)

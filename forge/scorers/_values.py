@@ -16,7 +16,9 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from forge._digest import canonical_json, digest_of
+from forge._show import preview
 from forge.scorers._base import Scorer
+from forge.secrets import clip
 from forge.spec import BuildContext
 
 __all__ = [
@@ -149,7 +151,17 @@ def as_text(value: Any) -> str:
 
 
 def quote(value: Any, limit: int = 80) -> str:
-    """A short, single-line rendering of a value for an explanation."""
-    text = repr(value) if isinstance(value, str) else as_text(value)
+    """A short, single-line rendering of a value for an explanation.
+
+    Redacted before it is cut (:func:`forge.secrets.clip`), and read only as far as it
+    is shown: an output of megabytes is neither copied nor serialised whole.
+    """
+    window = 4 * limit + 1024  # room for the runs of spaces that are joined below
+    if isinstance(value, str):
+        cut = len(value) > window
+        text = repr(clip(value, window, marker=""))
+    else:
+        cut = False
+        text = preview(value, window, style="canonical")
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit and not cut else text[: limit - 3] + "..."

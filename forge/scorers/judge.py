@@ -9,6 +9,9 @@ The endpoint is ``base_url`` / ``model`` when given, else ``FORGE_OPENAI_BASE_UR
 ``FORGE_OPENAI_MODEL``; the key is read from ``api_key_env``. Without a base URL the
 bench does not load.
 
+Each fenced text is cut at :data:`~forge.bounds.MAX_JUDGED_CHARS` characters, with a
+note inside the fence saying how much was cut.
+
 The judged output is untrusted text: it may hold instructions for the grader. Every
 piece of data in the prompt (rubric, task input, reference, output) is fenced by
 tags carrying a nonce drawn fresh for each call, which the output was written
@@ -33,6 +36,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, model_validator
 
 from forge._digest import digest_of
+from forge.bounds import MAX_JUDGED_CHARS
 from forge.errors import UserError
 from forge.harness._base import RunOutput
 from forge.llm.client import API_KEY_ENV, ChatClient, Endpoint
@@ -158,7 +162,8 @@ class JudgeScorer(Scorer):
         self._digest = digest_of({
             "scorer": self.name,
             "options": options.model_dump(mode="json", include={"mode", "threshold", "rubric"}),
-            "endpoint": endpoint.identity, "prompt": prompts, "reply_rules": REPLY_RULES})
+            "endpoint": endpoint.identity, "prompt": prompts, "reply_rules": REPLY_RULES,
+            "max_judged_chars": MAX_JUDGED_CHARS})
 
     @property
     def digest(self) -> str:
@@ -172,10 +177,10 @@ class JudgeScorer(Scorer):
         given nonce is used as is, unchecked: tests pass a guessable one to show the
         fence is what stops an injection.
         """
-        blocks = [("rubric", self.options.rubric), ("task", as_text(task.input))]
+        blocks = [("rubric", self.options.rubric), ("task", _capped(as_text(task.input)))]
         if task.expected is not None:
-            blocks.append(("reference", as_text(task.expected)))
-        blocks.append(("output", as_text(output.output)))
+            blocks.append(("reference", _capped(as_text(task.expected))))
+        blocks.append(("output", _capped(as_text(output.output))))
         if nonce is None:
             nonce = self._fresh_nonce([text for _, text in blocks])
         system = SYSTEM_TEMPLATE.substitute(nonce=nonce,
@@ -254,6 +259,16 @@ class JudgeScorer(Scorer):
 
 def _token() -> str:
     return token_hex(16)
+
+
+def _capped(text: str) -> str:
+    """At most MAX_JUDGED_CHARS of a fenced text, and a note inside the fence saying
+    how much was cut: a model's context is bounded, and a judge told nothing would
+    grade the start as if it were the whole."""
+    if len(text) <= MAX_JUDGED_CHARS:
+        return text
+    return (text[:MAX_JUDGED_CHARS] + f"\n[forge cut the {len(text) - MAX_JUDGED_CHARS:,} "
+            f"characters that followed; the text has {len(text):,}]")
 
 
 _FENCED = re.compile(r"\A```(?:json)?[ \t]*\n(.*?)\n?```\Z", re.DOTALL | re.IGNORECASE)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from forge.bounds import MAX_OUTPUT_BYTES
 from forge.harness import RunOutput
 
 
@@ -28,3 +29,41 @@ def test_run_output_coerce_keeps_a_valid_output() -> None:
     out = RunOutput.coerce({"output": "x", "metrics": {"m": 1.0}})
     assert out == RunOutput(output="x", metrics={"m": 1.0})
     assert RunOutput.coerce(out) is out
+
+
+def _laughs() -> list[Any]:
+    value: list[Any] = ["lol"] * 9
+    for _ in range(9):
+        value = [value] * 9  # 9^10 strings, 15 GB of JSON, in a few hundred bytes
+    return value
+
+
+def _cycle() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("value", "message"), [
+    ({"output": "x" * (MAX_OUTPUT_BYTES + 1)}, "output too large: more than 16 MiB as JSON"),
+    ({"output": ["y" * 1000] * 20_000}, "output too large: more than 16 MiB"),
+    ({"trace": {"log": "z" * MAX_OUTPUT_BYTES}}, "output too large"),
+    ({"tool_calls": [{"name": "t", "result": "r" * MAX_OUTPUT_BYTES}]}, "output too large"),
+    # Under the walk's bound, over the serialised one: each quote becomes \" in JSON.
+    ({"output": '"' * (MAX_OUTPUT_BYTES // 2 + 10)}, "output too large: 16,777,3"),
+    ({"output": _laughs()}, "output too large: more than 16 MiB"),
+    ({"output": _cycle()}, "output cannot be serialised: it contains itself"),
+])
+def test_an_output_over_the_bound_is_refused_without_being_copied(value: Any,
+                                                                  message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        RunOutput.coerce(value)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_an_output_at_the_bound_and_a_list_shared_twice_are_kept() -> None:
+    text = "x" * (MAX_OUTPUT_BYTES - 1000)
+    assert RunOutput.coerce({"output": text}).output == text
+    shared = [1, 2]
+    assert RunOutput.coerce({"output": [shared, shared]}).output == [[1, 2], [1, 2]]

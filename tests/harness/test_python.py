@@ -20,7 +20,7 @@ from forge.bench import Bench, load_bench
 from forge.errors import BenchError
 from forge.evaluate import evaluate
 from forge.harness.python import import_target
-from forge.results import AttemptResult, EvalResult
+from forge.results import AttemptResult, EvalResult, save_result
 
 
 @pytest.fixture(autouse=True)
@@ -235,3 +235,18 @@ def test_an_edited_helper_of_the_bench_folder_runs_after_the_edit(tmp_path: Path
     fn, second = import_target("edits_harness:run", folder)
     assert second != first
     assert fn({}, None, None)["output"] == "two"
+
+
+def test_an_output_over_16_mib_is_an_error_and_nothing_of_it_is_saved(
+        make_bench: MakeBench, tmp_path: Path) -> None:
+    bench = load_bench(make_bench("""
+        def run(config, task, ctx):
+            big = task.id.endswith("0")
+            return {"output": "x" * ((16 << 20) + 1) if big else task.expected}
+        """))
+    result = evaluate(bench, bench.defaults, k=1)
+    stops = {a.task_id: (a.stop_reason, a.error) for a in result.attempts}
+    assert stops["dev-0"][0] == "error" and stops["dev-1"] == ("completed", None)
+    assert (stops["dev-0"][1] or "").startswith("output too large: more than 16 MiB as JSON")
+    save_result(result, tmp_path / "r.json")
+    assert (tmp_path / "r.json").stat().st_size < 20_000

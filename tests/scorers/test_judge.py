@@ -24,6 +24,7 @@ from openai_server import Reply, malformed, reply, status
 
 import forge.scorers.judge as judge_module
 from forge.bench import load_bench
+from forge.bounds import MAX_JUDGED_CHARS
 from forge.errors import BenchError
 from forge.evaluate import evaluate
 from forge.llm.client import BASE_URL_ENV, MODEL_ENV
@@ -386,3 +387,24 @@ def test_one_client_per_loop_shared_while_in_flight(build: Build, openai_server:
         verdicts, users = asyncio.run(many())
         assert all(v.passed for v in verdicts) and users == [6]
         assert leases == {}  # the last call out closed the client
+
+
+# -- bounds ----------------------------------------------------------------------------------
+
+
+def test_the_judged_texts_are_cut_at_the_bound_with_a_note_inside_the_fence(
+        build: Build, openai_server: Any) -> None:
+    openai_server.answer_with(naive_judge)
+    scorer = build_judge(build, openai_server)
+    huge = TRUTH + "x" * (5 * MAX_JUDGED_CHARS)
+    judge(scorer, Task(id="t1", input="q" * (MAX_JUDGED_CHARS + 1), expected=TRUTH),
+          out(huge))
+    body = openai_server.requests[-1].body
+    fenced, _, _ = read_prompt(body)
+    assert fenced["output"] == (huge[:MAX_JUDGED_CHARS] + f"\n[forge cut the "
+                                f"{len(huge) - MAX_JUDGED_CHARS:,} characters that followed; "
+                                f"the text has {len(huge):,}]")
+    assert fenced["task"].endswith("[forge cut the 1 characters that followed; the text has "
+                                   f"{MAX_JUDGED_CHARS + 1:,}]")
+    assert fenced["reference"] == TRUTH  # what fits is sent whole
+    assert len(json.dumps(body)) < 3 * MAX_JUDGED_CHARS

@@ -1,0 +1,285 @@
+"""Parsing JSON and YAML text that forge did not write, within bounds.
+
+Input files come from people and from programs forge does not control. Parsed naively,
+some few-byte texts crash or hang whatever reads them next: 3,000 nested brackets
+overflow the parsers' stack, a YAML "billion laughs" expands to 10^9 nodes, a 5,000-digit
+integer cannot be converted, ``\\ud800`` decodes to a lone surrogate that no UTF-8 writer
+accepts, ``1e400`` is infinity. Here each of those is a :class:`HostileValue` (or, in
+YAML, a :class:`yaml.MarkedYAMLError` with its line), which the file readers of
+:mod:`forge._files` turn into one line naming the file, the line and the field. The
+bounds are in :mod:`forge.bounds`.
+
+YAML is read with YAML 1.2 scalars: only ``true``/``false`` are booleans and ``1e-3`` is
+a float (PyYAML follows YAML 1.1, where ``on``/``off``/``yes``/``no`` are booleans, so
+the key ``on:`` of a runtime rule became ``True``, and ``1e-3`` is a string).
+
+A key written twice in one mapping is refused (:class:`DuplicateKey`): PyYAML keeps the
+last silently, so a second ``metrics:`` block dropped the first's tolerances.
+
+Why PyYAML with a hand-made resolver rather than ruamel.yaml (weighed for issue 16):
+ruamel would give YAML 1.2 scalars and duplicate keys natively, but forge needs more
+than it gives: the bounds above are checked as the node tree is composed (ruamel's
+composer is as recursive as PyYAML's, so the same hooks would be needed), line numbers
+come from the same node tree in both, and ruamel's round-trip loader is several times
+slower and would be one more dependency whose error texts (two lines, with the
+document's snippet) must be rewritten into one line anyway. The YAML 1.2 resolver is
+fifteen lines and the duplicate check thirty; both are tested. Switching would move
+every one of these checks, not remove them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+
+from forge.bounds import MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_NODES
+
+__all__ = ["DuplicateKey", "HostileValue", "check_value", "compose_yaml", "loads_json",
+           "parse_yaml"]
+
+
+class HostileValue(ValueError):
+    """A value no reader should go on with; ``loc`` is its key path in the document."""
+
+    def __init__(self, message: str, loc: Sequence[str | int] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.loc = tuple(loc)
+
+
+# -- YAML --------------------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 scalars (module docstring) and bounds: nesting, the
+    nodes a document expands to through its aliases, and the digits of an integer.
+
+    The bounds are checked as the node tree is composed, before anything is built
+    from it and before the composer's recursion could overflow the stack.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._open: list[int] = []  # per collection being composed: its nodes so far
+        self._sizes: dict[int, int] = {}  # id(node) -> nodes it expands to
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        is_collection = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if is_collection:
+            if len(self._open) >= MAX_NESTING:
+                raise _bound_error(f"nested deeper than {MAX_NESTING} levels", event.start_mark)
+            self._open.append(1)
+        node = super().compose_node(parent, index)
+        if is_collection:
+            size = self._open.pop()
+            self._sizes[id(node)] = size
+        else:
+            # An alias counts what its anchor expands to; one of a node still being
+            # composed is a cycle, which the value check refuses after.
+            size = self._sizes.get(id(node), 1) if isinstance(event, yaml.AliasEvent) else 1
+        if self._open:
+            self._open[-1] += size
+            grown = self._open[-1]
+        else:
+            grown = size
+        if grown > MAX_YAML_NODES:
+            raise _bound_error(f"expands to more than {MAX_YAML_NODES:,} nodes (aliases "
+                               "repeating aliases)", event.start_mark)
+        return node
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(ch.isdigit() for ch in node.value)
+        if digits > MAX_INT_DIGITS:
+            raise ConstructorError(None, None, f"an integer of {digits} digits (at most "
+                                   f"{MAX_INT_DIGITS})", node.start_mark)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as exc:  # 2024-13-45 matches the date pattern
+            raise ConstructorError(None, None, f"not a date: {exc}", node.start_mark) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+
+_BOOL, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"
+_FLOAT_RE = re.compile(r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, _FLOAT_RE if tag == _FLOAT else rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A key written twice in one mapping; ``loc`` is the key path of the second."""
+
+    def __init__(self, loc: Sequence[str | int], first_line: int, mark: Any) -> None:
+        key = loc[-1]
+        super().__init__(problem=f"key {key!r} is written twice in one mapping (first on "
+                         f"line {first_line}); a second one would silently replace the "
+                         "first", problem_mark=mark)
+        self.loc = tuple(loc)
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _refuse_duplicate_keys(root: yaml.Node | None) -> None:
+    """Walk the node tree (each node once: an alias repeats a node, not its keys) and
+    raise :class:`DuplicateKey` for the first mapping holding one scalar key twice.
+
+    Keys are compared as written with their resolved tag, so ``1`` and ``"1"`` differ, as
+    they do once built. A ``<<`` merge may repeat keys: that is what it is for.
+    """
+    seen_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [] if root is None else [(root, ())]
+    while stack:
+        node, loc = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, (*loc, i)) for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            keys: dict[tuple[str, str], int] = {}
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE:
+                    written = (key_node.tag, key_node.value)
+                    if written in keys:
+                        raise DuplicateKey((*loc, key_node.value), keys[written],
+                                           key_node.start_mark)
+                    keys[written] = key_node.start_mark.line + 1
+                    stack.append((value_node, (*loc, key_node.value)))
+                else:
+                    stack.append((value_node, loc))
+
+
+def _bound_error(problem: str, mark: Any) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+
+
+def compose_yaml(text: str) -> tuple[yaml.Node | None, Any]:
+    """The node tree of ``text`` (for line numbers) and its data, from one parse.
+
+    Raises :class:`yaml.YAMLError` for malformed or unbounded YAML; the caller checks
+    the data with :func:`check_value` (and can then name the line of what it refuses).
+    """
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        _refuse_duplicate_keys(root)
+        data = None if root is None else loader.construct_document(root)
+    finally:
+        loader.dispose()
+    return root, data
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text the way every forge input file is parsed (YAML 1.2 scalars,
+    bounded). Raises :class:`yaml.YAMLError` or :class:`HostileValue`."""
+    data = compose_yaml(text)[1]
+    check_value(data)
+    return data
+
+
+# -- JSON --------------------------------------------------------------------------------
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise HostileValue(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise HostileValue(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _parse_constant(text: str) -> Any:
+    raise HostileValue(f"{text} is not JSON; expected a finite number")
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` for text forge did not write, checked with :func:`check_value`.
+
+    Raises :class:`json.JSONDecodeError` for malformed JSON and :class:`HostileValue`
+    for ``NaN``/``Infinity``, a number out of range, an integer of more than
+    MAX_INT_DIGITS digits, nesting deeper than MAX_NESTING or a lone surrogate.
+    """
+    try:
+        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                           parse_constant=_parse_constant)
+    except RecursionError:
+        raise HostileValue(f"nested deeper than {MAX_NESTING} levels") from None
+    check_value(value, surrogates=_may_hold_surrogates(text))
+    return value
+
+
+# A lone surrogate can only come from an escape: UTF-8 text cannot hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _may_hold_surrogates(text: str) -> bool:
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+# -- values ------------------------------------------------------------------------------
+
+
+def check_value(value: Any, *, surrogates: bool = True) -> None:
+    """Refuse nesting deeper than MAX_NESTING and (unless ``surrogates`` is False: the
+    caller knows there are none) strings or keys holding a lone surrogate.
+
+    Iterative, so that a value too deep for recursion is refused rather than
+    crashing the check; a value that contains itself is refused as too deep.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, str):
+            if surrogates and not item.isascii() and _SURROGATE.search(item):
+                raise HostileValue(_surrogate_text(item), loc)
+            continue
+        if isinstance(item, dict):
+            children: Any = item.items()
+        elif isinstance(item, list):
+            children = enumerate(item)
+        else:
+            continue
+        if len(loc) >= MAX_NESTING:
+            raise HostileValue(f"nested deeper than {MAX_NESTING} levels", loc)
+        for key, child in children:
+            if surrogates and isinstance(key, str) and not key.isascii() \
+                    and _SURROGATE.search(key):
+                raise HostileValue(_surrogate_text(key), (*loc, key.encode(
+                    "utf-8", "backslashreplace").decode("ascii", "backslashreplace")))
+            if isinstance(child, (dict, list)) or (surrogates and isinstance(child, str)):
+                stack.append((child, (*loc, key)))
+
+
+def _surrogate_text(text: str) -> str:
+    found = _SURROGATE.search(text)
+    code = ord(found.group()) if found else 0
+    return (f"a lone surrogate (\\u{code:04x}) is not a character; expected text that is "
+            "valid Unicode")

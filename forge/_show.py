@@ -1,0 +1,117 @@
+"""Values shown inside one-line messages: rendered only as far as the message shows them.
+
+A message quotes the value it is about ("got ...", "expected ..., got ..."). That
+value may be anything an input file or a harness holds: a string of a gigabyte, a
+YAML "billion laughs" whose aliases expand to 10^9 nodes, a list that contains itself,
+an integer of 5,000 digits. Serialising it whole and clipping the text afterwards
+exhausts memory or raises. :func:`preview` writes JSON text of a value and stops as soon
+as it has more than it will show; every string in it is redacted before it is cut
+(:func:`forge.secrets.clip`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+from forge.secrets import clip
+
+__all__ = ["Style", "preview", "short"]
+
+Style = Literal["json", "canonical", "python"]
+
+# An int of more bits than this has more than Python's 4,300 convertible digits.
+_MAX_SHOWN_INT_BITS = 4000 * 3
+
+
+class _Full(Exception):
+    """The preview has more than it will show."""
+
+
+def preview(value: Any, budget: int, *, style: Style = "json") -> str:
+    """Text of ``value``, complete when it fits in ``budget`` characters, else at least
+    ``budget + 1`` characters of its start (so a caller that clips at ``budget`` sees
+    that it must). ``style``: ``json`` as :func:`json.dumps` writes it, ``canonical``
+    as :func:`forge._digest.canonical_json` does (sorted keys, no spaces), ``python``
+    as :func:`repr` does."""
+    parts: list[str] = []
+    size = 0
+    for token in _tokens(value, budget, style):
+        parts.append(token)
+        size += len(token)
+        if size > budget:
+            break
+    return "".join(parts)
+
+
+def short(value: Any, limit: int = 60, *, style: Style = "json") -> str:
+    """``value`` for a message, at most ``limit`` characters: a string as its ``repr``,
+    anything else in ``style`` (see :func:`preview`); cut with ``...`` when longer."""
+    if isinstance(value, str):
+        text = repr(clip(value, limit + 1, marker=""))
+    else:
+        text = preview(value, limit, style=style)
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def _tokens(value: Any, budget: int, style: Style) -> Iterator[str]:
+    """The text of ``value`` piece by piece, depth first; the caller stops reading.
+
+    A generator per level: a container is walked only as far as the caller reads, and
+    a value that contains itself ends when the budget does. Nesting is bounded by the
+    budget too (each level writes at least one character).
+    """
+    comma, colon = (",", ":") if style == "canonical" else (", ", ": ")
+    if isinstance(value, str):
+        yield _string(value, budget, style)
+    elif value is None or isinstance(value, bool):
+        yield repr(value) if style == "python" else json.dumps(value)
+    elif isinstance(value, int):
+        yield (str(value) if value.bit_length() <= _MAX_SHOWN_INT_BITS
+               else f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} "
+                    "digits>")
+    elif isinstance(value, float):
+        yield repr(value) if style == "python" else json.dumps(value)
+    elif isinstance(value, Mapping):
+        yield "{"
+        items: Any = value.items()
+        if style == "canonical":
+            items = sorted(items, key=lambda kv: str(kv[0]))
+        for i, (key, item) in enumerate(items):
+            if i:
+                yield comma
+            if style == "python":
+                yield from _tokens(key, budget, style)
+            else:
+                yield _string(key if isinstance(key, str) else str(key), budget, style)
+            yield colon
+            yield from _tokens(item, budget, style)
+        yield "}"
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield comma
+            yield from _tokens(item, budget, style)
+        yield "]"
+    else:
+        text = _bounded_repr(value, budget)
+        yield text if style == "python" else _string(text, budget, style)
+
+
+def _string(text: str, budget: int, style: Style) -> str:
+    # Redacted, then cut past the budget: the caller's clip then marks the cut.
+    window = clip(text, budget + 1, marker="")
+    if style == "python":
+        return repr(window)
+    return json.dumps(window, ensure_ascii=style == "json")
+
+
+def _bounded_repr(value: Any, budget: int) -> str:
+    if hasattr(value, "model_dump"):
+        return f"<{type(value).__name__}>"
+    if isinstance(value, (bytes, bytearray)):
+        return repr(bytes(value[: budget + 1]))
+    return repr(value)[: budget + 1]
