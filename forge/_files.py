@@ -288,6 +288,12 @@ _WORDING = {
 }
 
 
+def error_wording(error: Any) -> str:
+    """One pydantic error (an item of ``ValidationError.errors()``) as forge words it
+    (see :data:`_WORDING`), for a caller that reports every error, not the first."""
+    return _wording(error)
+
+
 def _wording(error: Any) -> str:
     """One pydantic error as forge words it (see :data:`_WORDING`)."""
     kind, message = str(error["type"]), str(error["msg"])

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
+from forge._files import error_wording
 from forge._threads import DaemonThreadPool
 from forge.harness._base import ToolCall
 from forge.harness.python import import_target
@@ -146,8 +147,11 @@ class ToolBox:
         try:
             kwargs = tool.bind(parsed)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
-                                 for e in exc.errors(include_url=False))
+            # The model reads this, and people read it in the attempt's tool calls: forge's
+            # wording, not pydantic's ("Input should be ...").
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {error_wording(e)}"
+                for e in exc.errors(include_url=False))
             return _failed(name, parsed, f"invalid arguments: {problems}")
         try:
             if inspect.iscoroutinefunction(tool.fn):
