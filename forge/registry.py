@@ -208,13 +208,20 @@ class FloatSetting(_SettingBase):
             grid = [_round_float(self.min * ratio ** i, self.max) for i in range(points)]
         else:
             span = self.max - self.min
-            count = round(span / self.step) + 1 if self.step is not None else points
+            # A step tiny against the range (even a denormal one) is a dense grid: six
+            # points, as with no step, never an overflow.
+            steps = span / self.step if self.step is not None else math.inf
+            count = round(steps) + 1 if steps <= 10 ** 12 else (
+                points if self.step is None else 10 ** 12)
             picks = range(count) if count <= 2 * points else (
                 round(i * (count - 1) / (points - 1)) for i in range(points))
             width = span / (count - 1) if count > 1 else 0.0
             grid = [_round_float(self.min + i * width, max(abs(self.min), abs(self.max)))
                     for i in picks]
-        grid[-1] = self.max  # the ends exactly, whatever the rounding
+        # Rounding to clean decimals can step past a bound (a range narrower than the
+        # rounding's resolution): every point is kept inside, the ends exactly.
+        grid = [min(max(x, self.min), self.max) for x in grid]
+        grid[-1] = self.max
         grid[0] = self.min
         return _jumps_from(grid, v, self.neighbours(v))
 

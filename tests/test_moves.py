@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forge.errors import MoveError, StaleMoveError, UserError
-from forge.moves import Move, apply_move, neighbourhood
+from forge.moves import Move, apply_move, candidate_moves, move_kind, neighbourhood
 from forge.registry import (
     BoolSetting,
     Config,
@@ -484,3 +484,22 @@ def test_neighbourhood_follows_the_contract_for_each_type(case: tuple[Registry, 
             if resolvable:
                 assert (len(below) == 1) == (current > setting.min)
                 assert (len(above) == 1) == (current < setting.max)
+
+
+@PROPERTY_SETTINGS
+@given(registry_and_config())
+def test_every_candidate_move_jumps_included_changes_one_setting_and_inverts_exactly(
+        case: tuple[Registry, Config]) -> None:
+    # Issue 14: a move may jump to any legal value of one setting; it stays one cause
+    # with an exact inverse, and says which kind it is.
+    registry, config = case
+    steps = {(m.target, repr(m.after)) for m in neighbourhood(registry, config)}
+    for move in candidate_moves(registry, config):
+        moved = apply_move(registry, config, move)
+        changed = [k for k in config.values if not same_value(config.values[k], moved.values[k])]
+        assert changed == [move.target]
+        assert registry.validate_config(moved.values).fingerprint == moved.fingerprint
+        back = apply_move(registry, moved, move.inverse())
+        assert back == config and back.fingerprint == config.fingerprint
+        kind = move_kind(registry, move)
+        assert kind == ("step" if (move.target, repr(move.after)) in steps else "jump")
