@@ -163,6 +163,17 @@ def record(config, task, ctx):
 """
 
 
+#: A search bench harness: ``boost`` wins on pass rate (0.5 -> 0.8) and costs 10% more.
+COSTLY_BOOST = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong",
+            "cost": 1.1 if config["boost"] else 1.0}
+"""
+
+
 def search_tasks(n_dev: int = 40, n_val: int = 30, n_test: int = 30, *,
                  critical: int = 0) -> dict[str, list[dict[str, Any]]]:
     """Tasks for a search bench; the first ``critical`` dev and val tasks are tagged

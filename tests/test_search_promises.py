@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_calls, search_tasks, write_search_bench
+from conftest import COSTLY_BOOST, read_calls, search_tasks, write_search_bench
 from scipy import stats as st
 
 from forge.bench import Bench, BudgetSettings, load_bench
@@ -294,17 +294,8 @@ def test_every_rollout_counted_belongs_to_a_journaled_record_when_the_budget_cut
     assert after_promotion  # also where the start config is no longer the incumbent
 
 
-# -- a forge bug this file found ------------------------------------------------------------------
+# -- a step is not spent on a move tried before (a forge bug this file found, fixed) ---------
 
-#: The bench of tests/report/html/test_html.py, where the auto proposer shows it.
-COSTLY_BOOST = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    p = 0.8 if config["boost"] else 0.5
-    ok = random.Random(ctx.seed).random() < p
-    return {"output": task.expected if ok else "wrong",
-            "cost": 1.1 if config["boost"] else 1.0}
-"""
 
 
 def test_a_step_is_not_spent_on_a_move_tried_before(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import COSTLY_BOOST, search_tasks, write_search_bench
 
 from forge.cli import main
 from forge.errors import JournalError
@@ -32,14 +32,7 @@ from forge.report.html import load_report, render_html, write_html
 from forge.report.html._svg import COLORS
 from forge.store import AttemptStore
 
-BOOST = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    p = 0.8 if config["boost"] else 0.5
-    ok = random.Random(ctx.seed).random() < p
-    return {"output": task.expected if ok else "wrong",
-            "cost": 1.1 if config["boost"] else 1.0}
-"""
+BOOST = COSTLY_BOOST
 METRICS = {"cost": {"direction": "lower", "max_increase": 0.25, "relative": True}}
 CHART_IDS = ("chart-test", "chart-scores", "chart-forest", "chart-budget")
 
