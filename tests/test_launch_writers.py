@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import signal
@@ -99,6 +100,24 @@ def reference(bench: Path, tmp_path: Path) -> Path:
 # -- one writer ---------------------------------------------------------------------------
 
 
+def _locked(path: Path) -> bool:
+    """Whether another process holds the flock on ``path`` now (the file outlives a
+    killed holder, its lock does not)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.slow
 def test_a_resume_while_the_run_is_written_is_refused_and_writes_nothing(
         bench: Path, tmp_path: Path, reference: Path,
@@ -135,13 +154,20 @@ def test_two_resumes_of_one_run_at_once_one_is_refused(
              if (folder / "journal.jsonl").exists() else False, "a first decision")
     first.send_signal(signal.SIGKILL)  # a run killed mid-search, to be resumed
     first.communicate()
-    both = [forge_process("search", "--resume", "r", "--journals", journals, cwd=tmp_path)
-            for _ in range(2)]
-    outputs = [p.communicate(timeout=300) for p in both]
-    results = [(p.returncode, out, err) for p, (out, err) in zip(both, outputs, strict=True)]
-    codes = sorted(code for code, _, _ in results)
-    assert codes == [0, 2], results
-    refused = next(err for code, _, err in results if code == 2)
+    # The first resume is stopped while it holds the run (SIGSTOP), so the second comes
+    # while it is being written however fast or slow the machine is.
+    first = forge_process("search", "--resume", "r", "--journals", journals, cwd=tmp_path)
+    try:
+        wait_for(lambda: _locked(folder / ".lock"), "the first resume to hold the run")
+        first.send_signal(signal.SIGSTOP)
+        second = forge_process("search", "--resume", "r", "--journals", journals,
+                               cwd=tmp_path)
+        _, refused = second.communicate(timeout=300)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, first_err = first.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 2, refused
     lines = refused.strip().splitlines()
     assert len(lines) == 1 and "is being written by another forge process" in lines[0], refused
     assert_one_consistent_run(folder, reference)

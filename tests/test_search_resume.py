@@ -177,7 +177,7 @@ def test_the_baseline_journal_has_every_kind_of_decision(
     rows = records(baseline[0])
     verdicts = {r["verdict"] for r in rows if r["kind"] == "candidate"}
     assert verdicts == {"promoted", "rejected", "skipped"}
-    assert len(rows) >= 9
+    assert len(rows) >= 8  # the kill points above go up to 6 records, then stop, test, end
     assert rows[-1]["stop_reason"] == "budget_rollouts"
 
 

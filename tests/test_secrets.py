@@ -272,11 +272,11 @@ def _child() -> Any:
 
 def _command_stdout(text: str) -> str:
     """A command harness whose stdout is not JSON, as the attempt's error stores it."""
-    from forge.harness.command import _output
+    from forge.harness.command import _object
     from forge.rollout import _clip
 
     try:
-        _output(text.encode(), _child())
+        _object(text.encode(), _child())
     except Exception as exc:
         return _clip(f"{type(exc).__name__}: {exc}") or ""
     raise AssertionError("not JSON, yet accepted")
