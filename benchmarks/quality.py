@@ -8,8 +8,10 @@ really?
 
 Methods, all from the bench's start config (bench.yaml ``defaults``), with the bench's K:
 
-- ``forge-auto``: ``launch_search(..., budget_rollouts=B, proposer="auto")``, bench's
-  max_steps / patience.
+- ``forge-auto``: ``launch_search(..., budget_rollouts=B, proposer="auto")`` with the
+  budget as its stop, as the samplers have it: ``max_steps`` and ``patience`` beyond
+  reach (the contest compares at equal spend; with the bench's patience forge stops
+  sooner, closedform at 20k after 8,760 rollouts).
 - ``forge-sweep``: the same with ``proposer="sweep"``.
 - ``tpe``: Optuna TPE (``TPESampler(seed)``) over whole configs (the registry's settings as
   Optuna distributions: ints with their step or log scale, floats on their step grid,
@@ -96,6 +98,11 @@ TARGET_P = 0.05  # the issue's bound on P(violates) and P(worse than start)
 # them makes earlier logged runs stale.
 SEARCH_CODE = ("search.py", "confirm.py", "screening.py", "racing.py", "sequential.py",
                "memory.py", "moves.py", "gates.py", "proposers")
+# The stop forge runs with in the contest: the budget, as for the samplers (a step count
+# no search of these budgets reaches).
+UNBOUNDED_STEPS = 1_000_000
+# Bumped when run_forge changes how it calls the search.
+FORGE_CONTEST_VERSION = 2
 # Bumped when run_blackbox changes what it computes; with the bench digest, the version
 # of a sampler's logged runs.
 BLACKBOX_VERSION = 1
@@ -124,7 +131,8 @@ def code_version(method: str, name: str) -> str:
         path = root / rel
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    return f"journal{JOURNAL_FORMAT_VERSION}-search-{h.hexdigest()[:12]}"
+    return (f"journal{JOURNAL_FORMAT_VERSION}-search-{h.hexdigest()[:12]}"
+            f"-contest{FORGE_CONTEST_VERSION}")
 
 
 # -- methods -----------------------------------------------------------------------------------
@@ -135,7 +143,8 @@ def run_forge(name: str, seed: int, budget: int, proposer: str) -> dict[str, Any
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="forge-quality-") as tmp:
         out = launch_search(qt.BENCHES[name], journals=Path(tmp), run_id=f"q-{proposer}-{seed}",
-                            seed=seed, proposer=proposer, budget_rollouts=budget)
+                            seed=seed, proposer=proposer, budget_rollouts=budget,
+                            max_steps=UNBOUNDED_STEPS, patience=UNBOUNDED_STEPS)
     stop = next((r for r in out.records if r.get("kind") == "stop"), {})
     spent = stop.get("rollouts_total", out.rollouts_used)
     return [{"final_config": out.final_config, "rollouts": spent,

@@ -23,6 +23,10 @@ open: dev chunks until ``dev`` decides (with one val chunk after the first, wher
 dev-only win shows early), then val chunks while ``val`` or an auxiliary gate is
 open, then the dev chunks left while an auxiliary gate is. Data exhausted with a gate
 open: that gate fails ("not shown").
+
+A candidate of a precision round was selected on attempts ``0..m·K`` of the dev tasks
+(m = 2^round); its confirmation runs every dev and val task on the next ``m·K`` attempts
+(``fresh``), which no selection of that round or before has read.
 """
 
 from __future__ import annotations
@@ -120,7 +124,8 @@ class Confirmation:
     def __init__(self, rollouts: Rollouts, bench: Bench, *, incumbent: Config, start: Config,
                  candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
-                 budget_left: Callable[[], int | None], slack: int) -> None:
+                 budget_left: Callable[[], int | None], slack: int,
+                 fresh: range | None = None) -> None:
         self.rollouts = rollouts
         self.bench = bench
         self.inc, self.start, self.cand = incumbent, start, candidate
@@ -132,11 +137,15 @@ class Confirmation:
         # The dev plan: the tasks screening did not reach on block 0, then the screened
         # ones again on block 1 (fresh seeds), a look per chunk.
         rest, screened = list(dev_order[screen_tasks:]), list(dev_order[:screen_tasks])
-        self.dev_plan = [(rest[i:i + look_tasks], range(k))
+        if fresh is not None:
+            # A precision round: every dev task on attempts its selection never read.
+            rest, screened = list(dev_order), []
+        base = fresh or range(k)
+        self.dev_plan = [(rest[i:i + look_tasks], base)
                          for i in range(0, len(rest), look_tasks)]
         self.dev_plan += [(screened[i:i + look_tasks], range(k, 2 * k))
                           for i in range(0, len(screened), look_tasks)]
-        self.val_plan = [(list(val_order[i:i + val_look_tasks]), range(k))
+        self.val_plan = [(list(val_order[i:i + val_look_tasks]), base)
                          for i in range(0, len(val_order), val_look_tasks)]
         self.dev = _Gate("dev", level, len(dev_order))
         self.val = _Gate("val", gates.alpha, len(val_order)) if val_order else None

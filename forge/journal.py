@@ -64,6 +64,8 @@ class RunOptions(BaseModel):
     #: Version 2: the screening level that selects, and whether moves may jump.
     screen_alpha: float | None = None
     jumps: bool | None = None
+    #: Version 2, later: precision rounds at a local optimum (absent: none, as before).
+    precision_rounds: int | None = Field(default=None, ge=0, le=8)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -75,7 +77,8 @@ class RunOptions(BaseModel):
     @model_serializer(mode="wrap")
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps"):
+        for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
+                    "precision_rounds"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

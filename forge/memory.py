@@ -12,7 +12,10 @@ move, what became of it each time, and uses that to steer *selection* only:
 - a move refused by an auxiliary tolerance is confirmed again only at an incumbent that
   has brought that metric down against the start config since (more room under the
   tolerance): testing it again with less room or the same would only try its luck on
-  the same val seeds (see :meth:`MoveMemory.more_room`).
+  the same val seeds (see :meth:`MoveMemory.more_room`);
+- a move that looked better at this incumbent but was not proven (weak at screening,
+  or refused by the dev gate) is *close*: once no untried move is left, the search
+  screens the close ones again with twice the attempts a task (:meth:`MoveMemory.close`).
 
 None of this touches a confirmation's data or level: it decides which candidate is
 confirmed, never how, so the guarantee of every confirmation holds as before.
@@ -85,6 +88,19 @@ class MoveMemory:
             return None
         if note.outcome in {"weak", "screened"} or (note.outcome == "refused"
                                                     and note.gate == "dev"):
+            return note.screen_effect
+        return None
+
+    def close(self, move: Move, incumbent: str, min_effect: float) -> float | None:
+        """The screening effect of a move whose last look, at ``incumbent`` itself, was
+        better than ``min_effect`` but not proven: weak at screening, or refused by the
+        dev gate. A decision that more attempts a task may turn (FocusedILS raises the
+        runs of its close configs the same way); None for any other move."""
+        note = self.last(move)
+        if (note is None or note.incumbent != incumbent or note.screen_effect is None
+                or not note.screen_effect > min_effect):
+            return None
+        if note.outcome == "weak" or (note.outcome == "refused" and note.gate == "dev"):
             return note.screen_effect
         return None
 

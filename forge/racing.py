@@ -1,7 +1,8 @@
 """Racing one candidate against the incumbent over the dev chunks: selection only.
 
-:func:`race` screens tasks in a fixed random order, a chunk at a time, on attempt
-block 0, and stops as soon as the candidate is clearly out or clearly in:
+:func:`race` screens tasks in a fixed random order, a chunk at a time, on attempts
+``0..k`` of each task (block 0; a precision round passes a larger ``k``), and stops
+as soon as the candidate is clearly out or clearly in:
 
 - ``futile``: the estimated effect is at or below ``min_effect`` (once a chunk of
   identical deltas is no longer all there is to go on: a sparse effect is not dropped
@@ -48,7 +49,7 @@ class RaceOutcome:
 
     status: RaceStatus
     test: PairedTest
-    tasks: int  # the first ``tasks`` tasks of the order were raced (attempt block 0)
+    tasks: int  # the first ``tasks`` tasks of the order were raced (attempts 0..k)
     rollouts: int  # attempts newly asked for (candidate and incumbent)
     reused: int  # attempts served that an earlier decision had already asked for
 

@@ -338,6 +338,9 @@ class CandidateRecord(JournalRecordBase):
     #: Version 2: of ``rollouts``, what screening cost, and the confirmation's looks.
     screening_rollouts: int | None = None
     looks: int | None = None
+    #: Version 2, later: the precision round of a close move screened again on
+    #: 2^round·K attempts a task (absent: round 0).
+    precision_round: int | None = Field(default=None, ge=1)
     gates: list[Gate] = Field(default_factory=list)
     gates_not_run: list[str] = Field(default_factory=list)
     why: str | None = None

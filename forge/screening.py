@@ -99,12 +99,13 @@ class Screening:
         self.standing = standing
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
-            head: partial[CandidateRecord]) -> Screen | None:
-        """The candidate's screen; every outcome but a pass is journaled here. None when
-        the budget did not allow even the first chunk (journaled as skipped)."""
+            head: partial[CandidateRecord], *, attempts: int | None = None) -> Screen | None:
+        """The candidate's screen on ``attempts`` attempts a task (K unless a precision
+        round asks for more); every outcome but a pass is journaled here. None when the
+        budget did not allow even the first chunk (journaled as skipped)."""
         gates = self.bench.spec.gates
         outcome = race(self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
-                       k=self.k, alpha=self.alpha, min_effect=gates.min_effect,
+                       k=attempts or self.k, alpha=self.alpha, min_effect=gates.min_effect,
                        budget_left=self.budget_left, slack=self.slack,
                        beyond=lambda tasks: bool(self.beyond(candidate, tasks)))
         screen = Screen(proposal, candidate, outcome)

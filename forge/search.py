@@ -95,6 +95,10 @@ class SearchOptions:
     # after an earlier one): selection only, it spends none of the error budget.
     screen_alpha: float = 0.05
     jumps: bool = True
+    # Once an incumbent has no untried move, its close decisions (weak, or refused by
+    # the dev gate, with a positive screening effect) are screened again on twice the
+    # attempts a task, up to this many times (FocusedILS's runs per config, raised).
+    precision_rounds: int = 2
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -107,8 +111,8 @@ class SearchOptions:
                           budget=self.budget, k=self.k,
                           candidates_per_step=self.candidates_per_step, chunks=self.chunks,
                           screen_alpha=self.screen_alpha, jumps=self.jumps,
-                          executor=self.executor, proposer=proposer,
-                          proposer_info=proposer_info, first_moves=first_moves,
+                          precision_rounds=self.precision_rounds, executor=self.executor,
+                          proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
     @classmethod
@@ -124,6 +128,8 @@ class SearchOptions:
                    screen_alpha=(defaults.screen_alpha if o.screen_alpha is None
                                  else o.screen_alpha),
                    jumps=defaults.jumps if o.jumps is None else o.jumps,
+                   # A run journaled before precision rounds existed resumes without them.
+                   precision_rounds=o.precision_rounds or 0,
                    executor=executor or o.executor)
 
 
@@ -196,7 +202,8 @@ STOP_TEXT: dict[StopReason, str] = {
     "budget_rollouts": "rollout budget spent",
     "budget_cost": "cost budget spent",
     "budget_wall_time": "wall-time budget spent",
-    "local_optimum": "no untried move (step or jump) of the incumbent is left",
+    "local_optimum": "no untried move (step or jump) of the incumbent is left, nor a "
+                     "close one to screen again with more attempts",
 }
 
 
@@ -223,6 +230,9 @@ class Search:
         self.standing: dict[str, float] = {}
         self._t0 = time.monotonic()
         self._confirmations = 0  # since the last promotion: indexes the spending sequence
+        #: The incumbent's precision round: 0, then r while its close moves are screened
+        #: on 2^r·K attempts a task (reset by a promotion).
+        self.round = 0
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
         self.alpha = bench.spec.gates.alpha
         # Fixed random task orders: the chunks of screening and of each look.
@@ -332,6 +342,9 @@ class Search:
             else:
                 stop_reason = self._budget_stop()
             untried = self._untried(incumbent, tried, step + 1)
+            while not stop_reason and not untried and self.round < opts.precision_rounds:
+                self.round += 1
+                untried = self._untried(incumbent, tried, step + 1)
             if not stop_reason and not untried:
                 stop_reason = "local_optimum"
             if stop_reason:
@@ -345,19 +358,36 @@ class Search:
                 promotions.append(PromotedMove.of(step, move))
                 since_promotion = 0
                 self._confirmations = 0
+                self.round = 0
             else:
                 since_promotion += 1
         self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=step,
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
         return self._finish(stop_reason, step, promotions, incumbent)
 
+    def _tried_key(self, incumbent: Config, candidate: Config) -> tuple[str, str]:
+        """A move is tried once against an incumbent in each precision round."""
+        inc = incumbent.fingerprint
+        return (inc if not self.round else f"{inc}@round{self.round}", candidate.fingerprint)
+
+    @property
+    def attempts(self) -> int:
+        """Attempts a task a screening of this precision round runs."""
+        return int(self.options.k * 2 ** self.round)
+
     def _untried(self, incumbent: Config, tried: set[tuple[str, str]], step: int) -> list[Move]:
         """The incumbent's untried candidate moves; those the memory found futile a
-        short while ago go last."""
+        short while ago go last. In a precision round: its close moves not yet screened
+        in this round, the largest screening effect first."""
         registry = self.bench.registry
         fresh = [m for m in candidate_moves(registry, incumbent, jumps=self.options.jumps)
-                 if (incumbent.fingerprint, apply_move(registry, incumbent, m).fingerprint)
+                 if self._tried_key(incumbent, apply_move(registry, incumbent, m))
                  not in tried]
+        if self.round:
+            floor = self.bench.spec.gates.min_effect
+            effects = {m: self.memory.close(m, incumbent.fingerprint, floor) for m in fresh}
+            return sorted((m for m in fresh if effects[m] is not None),
+                          key=lambda m: -(effects[m] or 0.0))
         cool = [m for m in fresh if self.memory.cooling(m, incumbent.fingerprint, step)]
         return [m for m in fresh if m not in cool] + cool
 
@@ -368,6 +398,14 @@ class Search:
         rest of ``untried`` at random; one move per setting, ``candidates_per_step``."""
         queued = [Proposal(move=m, proposer="runtime", reason="proposed most often by the "
                            "runtime mutator") for m in self.first_moves if m in untried]
+        if self.round:
+            for m in untried:
+                note = self.memory.last(m)
+                effect = note.screen_effect if note is not None else None
+                queued.append(Proposal(move=m, proposer="memory", reason=(
+                    f"close at this incumbent (screened {effect:+.3f}, not proven): "
+                    f"precision round {self.round}, screened on {self.attempts} attempts "
+                    "a task")))
         for m in untried:
             note = self.memory.last(m)
             if self.memory.promise(m, incumbent.fingerprint) is not None and note is not None:
@@ -420,10 +458,11 @@ class Search:
     def head(self, step: int, incumbent: Config, proposal: Proposal) -> _CandidateHead:
         move = proposal.move
         self.progress.screening(move)
+        extra: dict[str, Any] = {"precision_round": self.round} if self.round else {}
         return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
                        move_kind=move_kind(self.bench.registry, move),
                        proposer=proposal.proposer, reason=proposal.reason,
-                       incumbent=incumbent.fingerprint)
+                       incumbent=incumbent.fingerprint, **extra)
 
     def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
               tried: set[tuple[str, str]], history: list[EvaluatedConfig]
@@ -439,12 +478,13 @@ class Search:
                 self._emit(head(verdict="rejected", gates=[
                     Gate(name="legal", passed=False, reason=str(exc))]))
                 continue
-            if (incumbent.fingerprint, candidate.fingerprint) in tried:
+            if self._tried_key(incumbent, candidate) in tried:
                 self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
                                 why="already tried against this incumbent"))
                 continue
-            tried.add((incumbent.fingerprint, candidate.fingerprint))
-            screened = self.screening.run(step, incumbent, proposal, candidate, head)
+            tried.add(self._tried_key(incumbent, candidate))
+            screened = self.screening.run(step, incumbent, proposal, candidate, head,
+                                          attempts=self.attempts)
             if screened is not None and screened.tasks:
                 # The first chunk is the same tasks and seeds for every config screened.
                 first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
@@ -501,7 +541,8 @@ class Search:
             candidate=screened.candidate, level=level, dev_order=self.dev_order,
             screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
             val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
-            slack=self.slack).run()
+            slack=self.slack,
+            fresh=range(self.attempts, 2 * self.attempts) if self.round else None).run()
         self._record(head, screened, outcome, level)
         self._annotate(step, screened, outcome)
         move = screened.proposal.move

@@ -204,3 +204,18 @@ def test_search_json_and_journal_are_the_golden_ones(
     info = json.loads((journals / "golden" / "run.json").read_text(encoding="utf-8"))
     assert canonical(without(info, {"bench_path", "created_at"})) == canonical(
         load_golden("run.json"))
+
+
+def test_a_run_journaled_before_precision_rounds_resumes_without_them() -> None:
+    from forge.journal import RunOptions
+    from forge.search import SearchOptions
+
+    options = RunOptions.model_validate(load_golden("run.json")["options"])
+    assert options.precision_rounds == 2
+    old = RunOptions.model_validate(
+        {k: v for k, v in options.model_dump(mode="json").items() if k != "precision_rounds"})
+    assert "precision_rounds" not in old.model_dump(mode="json")  # written back as it was
+    resumed = [SearchOptions.from_journal(o, seed=1, concurrency=1, timeout_s=1.0)
+               for o in (options, old)]
+    # A run from before the rounds existed went to its stop without them: so does its resume.
+    assert [o.precision_rounds for o in resumed] == [2, 0]

@@ -97,3 +97,27 @@ def test_without_a_val_or_floor_refusal_there_is_nothing_to_outdo() -> None:
     # A tolerance refusal is settled by the tolerance, which the screening asks itself.
     memory.record(UP, MoveNote(2, A, "refused", 0.20, 0.04, gate="aux:cost"))
     assert memory.refusal(UP) is not None and memory.new_evidence(UP, 0.0, 0.04)
+
+
+@pytest.mark.parametrize(("note", "close"), [
+    (MoveNote(2, A, "weak", 0.04, 0.03), True),
+    (MoveNote(2, A, "refused", 0.06, 0.03, gate="dev"), True),
+    (MoveNote(2, A, "weak", 0.0, 0.03), False),  # no better than min_effect
+    (MoveNote(2, A, "futile", -0.02, 0.03), False),
+    (MoveNote(2, A, "refused", 0.06, 0.03, gate="val"), False),  # a dev-only win
+    (MoveNote(2, A, "refused", 0.06, 0.03, gate="aux:cost"), False),
+    (MoveNote(2, B, "weak", 0.04, 0.03), False),  # learnt at another incumbent
+])
+def test_a_close_move_looked_better_at_this_incumbent_and_was_not_proven(
+        note: MoveNote, close: bool) -> None:
+    memory = MoveMemory()
+    memory.record(UP, note)
+    assert (memory.close(UP, A, min_effect=0.0) == note.screen_effect) is close
+    assert (memory.close(UP, A, min_effect=0.0) is None) is not close
+
+
+def test_a_close_move_is_judged_on_its_last_look() -> None:
+    memory = MoveMemory()
+    memory.record(UP, MoveNote(2, A, "weak", 0.04, 0.03))
+    memory.record(UP, MoveNote(3, A, "futile", -0.01, 0.02))  # the precision round's look
+    assert memory.close(UP, A, min_effect=0.0) is None

@@ -6,7 +6,9 @@
 - on a bench where nothing has an effect, searches promote nothing, but for at most
   ``alpha`` of them (the error guarantee);
 - every rollout the search counts belongs to a journaled record, also when the budget
-  cuts a screening or a confirmation short.
+  cuts a screening or a confirmation short;
+- once no untried move is left, a close decision is screened again on more attempts a
+  task and confirmed on attempts its selection never read.
 
 The harnesses are test doubles as in test_search.py: success is
 ``random.Random(ctx.seed)`` below a probability the settings decide, so two configs
@@ -15,12 +17,14 @@ see the same random numbers on the same seeds.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import COSTLY_BOOST, read_calls, search_tasks, write_search_bench
+from rich.console import Console
 from scipy import stats as st
 
 from forge.bench import Bench, BudgetSettings, load_bench
@@ -28,6 +32,8 @@ from forge.evaluate import evaluate
 from forge.launch import launch_search
 from forge.moves import Move
 from forge.proposers import SweepProposer
+from forge.records import parse_record
+from forge.report.live import SearchView
 from forge.search import Search, SearchOptions, SearchOutcome
 
 K = 4
@@ -240,13 +246,18 @@ def test_searches_on_a_no_effect_bench_promote_nothing_but_for_alpha_of_them(
     path = write_search_bench(tmp_path / "bench", NO_EFFECT, registry=NULL_REGISTRY, k=2,
                               tasks=search_tasks(20, 10, 2), gates={"val_margin": 0.5})
     bench = load_bench(path)
-    promoting = confirmations = 0
+    promoting = confirmations = precise = 0
     for seed in range(SEARCHES):
-        outcome = run_search(bench, tmp_path / f"run{seed}", seed=seed, k=2, max_steps=4,
-                             patience=4, screen_alpha=0.5, run_test=False)
-        confirmations += sum(r.get("looks") is not None for r in candidates(outcome))
+        # Steps enough to try every move and then the precision rounds: the close moves
+        # screened again on 2K and 4K attempts a task and confirmed on fresh ones.
+        outcome = run_search(bench, tmp_path / f"run{seed}", seed=seed, k=2, max_steps=12,
+                             patience=12, screen_alpha=0.5, run_test=False)
+        confirmed = [r for r in candidates(outcome) if r.get("looks") is not None]
+        confirmations += len(confirmed)
+        precise += sum(r.get("precision_round") is not None for r in confirmed)
         promoting += bool(outcome.promotions)
     assert confirmations >= 2 * SEARCHES  # the guarantee was put to the test
+    assert precise >= SEARCHES // 2  # and so were the precision rounds'
     assert promoting <= MAX_PROMOTING
 
 
@@ -348,3 +359,64 @@ def test_each_optuna_trial_carries_the_decision_it_led_to(tmp_path: Path) -> Non
     assert boost["aux:cost past allowance"] > 0
     if best["verdict"] not in {"promoted", "start"}:
         assert best.get("failing_gate") or best["screen"] != "pass"
+
+
+# -- (g) close decisions get more precision once no untried move is left ----------------------
+
+SMALL_REGISTRY = """\
+name: small
+settings:
+  boost: {type: bool, default: false}
+  knob:  {type: int, min: 1, max: 3, step: 1, default: 2}
+"""
+
+#: boost adds 2.5 points: too little for K = 4 attempts a task on 40 dev tasks to prove
+#: as a rule, enough for 8 or 16.
+SMALL_GAIN = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.5 + 0.025 * config["boost"]
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+def test_a_close_decision_is_screened_again_on_more_attempts_and_confirmed_on_fresh_ones(
+        tmp_path: Path) -> None:
+    promoted: dict[int, list[dict[str, Any]]] = {0: [], 2: []}
+    for seed in range(6):
+        for rounds in (0, 2):
+            path = write_search_bench(tmp_path / f"b{seed}-{rounds}", SMALL_GAIN,
+                                      registry=SMALL_REGISTRY, tasks=search_tasks(40, 30, 2))
+            outcome = run_search(load_bench(path), tmp_path / f"run{seed}-{rounds}",
+                                 seed=seed, max_steps=12, patience=12, run_test=False,
+                                 precision_rounds=rounds)
+            assert outcome.stop_reason == "local_optimum"
+            won = [r for r in candidates(outcome) if r["verdict"] == "promoted"]
+            promoted[rounds] += won
+            for r in won:
+                if rounds == 0:
+                    assert "precision_round" not in r
+                    continue
+                if "precision_round" not in r:
+                    continue  # proven at K attempts already
+                m = 2 ** r["precision_round"]
+                assert r["proposer"] == "memory" and "precision round" in r["reason"]
+                # Chosen on attempts 0..mK-1 of the dev tasks, confirmed on mK..2mK-1
+                # of every dev and val task: never on an attempt its selection read.
+                late = [c for c in read_calls(path) if c["config"]["boost"]
+                        and c["split"] in {"dev", "val"} and c["attempt"] >= m * K]
+                assert late and all(c["attempt"] < 2 * m * K for c in late)
+                assert {c["split"] for c in late} == {"dev", "val"}
+                # The reviewer sees which decision had the extra precision.
+                mark = f"(precision round {r['precision_round']})"
+                console = Console(record=True, width=200, file=io.StringIO())
+                view = SearchView(console)
+                for line, record in enumerate(outcome.records, 1):
+                    view.on_record(parse_record(record, file=Path("journal.jsonl"), line=line))
+                assert mark in console.export_text()
+    # Without precision rounds the gain is found in at most two of six searches; with
+    # them in all six, some of them in the second round (16 attempts a task).
+    assert len(promoted[0]) <= 2
+    assert len(promoted[2]) == 6
+    assert {r.get("precision_round") for r in promoted[2]} >= {1, 2}

@@ -76,6 +76,8 @@ class SearchView:
         move = r.move
         style = _VERDICT_STYLE[r.verdict]
         kind = f" ({r.move_kind})" if r.move_kind == "jump" else ""
+        if r.precision_round:
+            kind += f" (precision round {r.precision_round})"
         what = escape(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}{kind}")
         head = f"step {r.step:>2} {what}  [{style}]{r.verdict.upper()}[/]"
         if r.rollouts is not None:  # a move that ran nothing says nothing of it

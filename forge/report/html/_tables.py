@@ -100,6 +100,8 @@ def decisions_table(report: RunReport) -> str:
     for d in report.decisions:
         failing = next((g.name for g in d.gates if not g.passed), "—")
         kind = f" ({d.move_kind})" if d.move_kind == "jump" else ""
+        if d.precision_round:
+            kind += f" (precision round {d.precision_round})"
         rows.append(f'<tr class="{d.verdict}"><td class="num">{esc(d.step)}</td>'
                     f"<td><code>{esc(move_text(d.move))}</code>{esc(kind)}"
                     f"<small>{esc(d.proposer)}</small></td>"
