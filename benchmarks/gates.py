@@ -4,7 +4,7 @@
                                             # benchmarks/results/gates.json and gates.md
     python benchmarks/gates.py --quick      # 20 seeds, prints the table only
     python benchmarks/gates.py --seeds 50 --workers 2 --keep-journals /tmp/gj
-    python benchmarks/gates.py --methods forge,forge-chunks6 --tag variants
+    python benchmarks/gates.py --methods forge,forge-chunks7 --tag variants
     python benchmarks/gates.py --rerender benchmarks/results/gates.json   # table only
 
 Two benches (``benchmarks/benches/``), 100 dev / 100 val / 100 test tasks, k 5,
@@ -20,10 +20,10 @@ patience 5, a 20000-rollout budget, no task floors:
 Methods, each on the same benches and seeds:
 
 - ``forge``: ``launch_search`` with its defaults (proposer auto; the dev and val splits
-  cut into 5 chunks: screening races over the dev chunks, each confirmation look is a
+  cut into 6 chunks: screening races over the dev chunks, each confirmation look is a
   chunk; jumps on).
-- ``forge-chunks4`` / ``forge-chunks6``: the same search built through
-  ``forge.search.Search`` with ``chunks=4`` / ``6`` (coarser or finer races and
+- ``forge-chunks5`` / ``forge-chunks7``: the same search built through
+  ``forge.search.Search`` with ``chunks=5`` / ``7`` (coarser or finer races and
   looks). The test split is not run by these variants (it decides nothing).
 - ``forge-nojumps``: ``jumps=False``: only ``±step`` moves are offered (a proposer's
   off-grid suggestion may still be one).
@@ -75,10 +75,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 BENCHES = {"noeffect": HERE / "benches" / "noeffect", "effect": HERE / "benches" / "effect"}
 # Variants of forge, built through forge.search.Search: SearchOptions fields changed
-# from launch_search's defaults (chunks 5, jumps on).
+# from launch_search's defaults (chunks 6, jumps on).
 VARIANTS: dict[str, dict[str, Any]] = {
-    "forge-chunks4": {"chunks": 4},
-    "forge-chunks6": {"chunks": 6},
+    "forge-chunks5": {"chunks": 5},
+    "forge-chunks7": {"chunks": 7},
     "forge-nojumps": {"jumps": False},
     "forge-noracing": {"chunks": 1},  # one chunk: the whole split, one look
 }
@@ -644,7 +644,7 @@ def main() -> None:
 
 SETTINGS = {"tasks": {"dev": 100, "val": 100, "test": 100}, "k": 5, "alpha": 0.05,
             "min_effect": 0.0, "val_margin": 0.02, "max_steps": 30, "patience": 5,
-            "budget_rollouts": 20000, "candidates_per_step": 4, "chunks": 5,
+            "budget_rollouts": 20000, "candidates_per_step": 4, "chunks": 6,
             "effect": "+0.10 success probability from boost=true"}
 
 

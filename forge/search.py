@@ -88,9 +88,10 @@ class SearchOptions:
     timeout_s: float
     candidates_per_step: int = 4
     # The screening chunks and each confirmation look are a 1/chunks share of a split.
-    # Five, measured in benchmarks/gates.py: four cost 259 rollouts a decision on the
-    # no-effect bench against 227, six gave 209 but no more power.
-    chunks: int = 5
+    # Six, measured on the gate benches (40 seeds each, 2026-12-01): rollouts a decision
+    # 283 / 272 (no effect / +10 points) with five, 257 / 243 with six, 246 / 244 with
+    # seven; power 88%, 90%, 93%; on closedform six did best at 5k and 20k.
+    chunks: int = 6
     # Screening selects with p below this after the last chunk (below a fifth of it
     # after an earlier one): selection only, it spends none of the error budget.
     screen_alpha: float = 0.05

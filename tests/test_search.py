@@ -31,8 +31,8 @@ from forge.stats import spent_alpha
 
 K = 4
 N_DEV, N_VAL, N_TEST = 40, 30, 30
-#: Tasks in a screening chunk and in each confirmation look: a fifth of dev.
-CHUNK_TASKS = N_DEV // 5
+#: Tasks in a screening chunk and in each confirmation look: a sixth of dev.
+CHUNK_TASKS = -(-N_DEV // 6)  # the search cuts dev into six chunks, rounding up
 
 #: boost raises the success probability from 0.5 to 0.8 everywhere; knob does nothing.
 BOOST = """

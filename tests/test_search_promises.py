@@ -187,7 +187,7 @@ def run(config, task, ctx):
 
 
 def test_a_strong_effect_stops_its_confirmation_early(tmp_path: Path) -> None:
-    n_dev, n_val, chunks = 40, 30, 5
+    n_dev, n_val, chunks = 40, 30, 6
     path = write_search_bench(tmp_path / "bench", STRONG, k=K,
                               tasks=search_tasks(n_dev, n_val, 10))
     outcome = launch_search(path, journals=tmp_path / "journals", run_id="d", seed=7,
