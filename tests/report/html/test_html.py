@@ -124,17 +124,19 @@ def test_learning_zone_tasks_are_those_the_final_config_sometimes_passes(
     assert report.k == 4
     store = AttemptStore(journals / "r1" / "attempts.jsonl")
     expected = []
+    ran = 0  # the dev tasks the final config ran on the screening seeds
     for i in range(24):
         attempts = [store.get(report.final_fingerprint, "dev", f"dev-{i:02d}", a)
                     for a in range(4)]
         scored = [a for a in attempts if a is not None and a.scored]
+        ran += bool(scored)
         passed = sum(a.passed for a in scored)
         if 0 < passed < len(scored):
             expected.append(f"dev-{i:02d}")
     assert expected  # p = 0.8, k = 4: some tasks are in the zone
     assert sorted(z.task_id for z in report.zone) == expected
     page = render_html(journals / "r1")
-    assert f"{len(expected)} of 24 dev tasks are in the learning zone" in page
+    assert f"{len(expected)} of {ran} dev tasks are in the learning zone" in page
 
 
 def test_the_aux_table_shows_each_promotions_metrics_and_gate(journals: Path) -> None:
