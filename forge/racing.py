@@ -122,7 +122,9 @@ def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequen
         if beyond is not None and beyond(seen):
             status = "aux"
             break
-    new = rollouts.used - used_before
     if status == "pass" and beyond is not None and beyond(seen):
         status = "aux"
+    # Counted after the last ``beyond``: it may run the start config's attempts on the
+    # tasks raced, and those belong to this candidate's record too.
+    new = rollouts.used - used_before
     return RaceOutcome(status, test, seen, new, max(0, served - new))

@@ -173,6 +173,21 @@ def test_a_tolerance_out_of_reach_stops_the_race(racer: Race) -> None:
     assert fine.status == "pass"
 
 
+def test_what_the_last_tolerance_check_runs_is_counted_in_the_race(
+        racer: Race, cache: Rollouts, bench: Bench, level: Callable[[int], Config]) -> None:
+    # A passing candidate's tolerance is checked once more on every task it raced; the
+    # check runs the start config (here level 5) where it has not run yet.
+    def beyond(tasks: int) -> bool:
+        cache.get(level(5), "dev", "dev", list(bench.tasks("dev"))[:tasks], range(K))
+        return False
+
+    before = cache.used
+    out = racer(1, beyond=beyond)
+    assert out.status == "pass" and out.tasks == 2 * CHUNK
+    # Both configs and the start, on the two chunks raced: every rollout is the race's.
+    assert out.rollouts == cache.used - before == 3 * 2 * CHUNK * K
+
+
 def test_a_race_stops_before_a_chunk_the_budget_does_not_allow(racer: Race,
                                                                cache: Rollouts) -> None:
     nothing = racer(5, budget_left=lambda: 0)
