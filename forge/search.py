@@ -374,7 +374,7 @@ class Search:
     @property
     def attempts(self) -> int:
         """Attempts a task a screening of this precision round runs."""
-        return int(self.options.k * 2 ** self.round)
+        return self.options.k << self.round
 
     def _untried(self, incumbent: Config, tried: set[tuple[str, str]], step: int) -> list[Move]:
         """The incumbent's untried candidate moves; those the memory found futile a
@@ -400,9 +400,9 @@ class Search:
         queued = [Proposal(move=m, proposer="runtime", reason="proposed most often by the "
                            "runtime mutator") for m in self.first_moves if m in untried]
         if self.round:
-            for m in untried:
-                note = self.memory.last(m)
-                effect = note.screen_effect if note is not None else None
+            floor = self.bench.spec.gates.min_effect
+            for m in untried:  # in a round, only close moves: each has its effect
+                effect = self.memory.close(m, incumbent.fingerprint, floor) or 0.0
                 queued.append(Proposal(move=m, proposer="memory", reason=(
                     f"close at this incumbent (screened {effect:+.3f}, not proven): "
                     f"precision round {self.round}, screened on {self.attempts} attempts "
