@@ -17,7 +17,7 @@ import contextlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -66,6 +66,11 @@ class RunOptions(BaseModel):
     jumps: bool | None = None
     #: Version 2, later: precision rounds at a local optimum (absent: none, as before).
     precision_rounds: int | None = Field(default=None, ge=0, le=8)
+    #: Later still: which passing candidate of a step is confirmed ("best": the largest
+    #: screening effect; absent: the first, as before), and whether a value off the
+    #: candidate moves is tried in the place of the nearest one (absent: no).
+    selection: Literal["first", "best"] | None = None
+    near_values: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -78,7 +83,7 @@ class RunOptions(BaseModel):
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
-                    "precision_rounds"):
+                    "precision_rounds", "selection", "near_values"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

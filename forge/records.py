@@ -9,7 +9,8 @@ evaluated; one ``end``. Every line is one record, read back by :func:`parse_reco
 
 **Shapes.** How far a candidate got decides which fields it has: a move refused as
 illegal has no config fingerprint, one skipped as already tried spent nothing, one
-refused on screening has no confirmation block. A field the search does not set is not
+refused on screening, or skipped after passing it (its step confirmed another), has no
+confirmation block. A field the search does not set is not
 written, and a record read back keeps exactly the fields its line had (pydantic's
 *fields set*: :meth:`JournalRecordBase.journal_json` dumps with ``exclude_unset``), so
 a journal keeps its shape through a read and a write. Readers see an absent field as

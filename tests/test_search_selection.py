@@ -1,0 +1,181 @@
+"""Which screened candidate a step confirms, and which moves count as tried.
+
+- ``selection: best``: every candidate of a step is screened before one is confirmed,
+  the largest screening effect first; the others are journaled as skipped, with their
+  screening and their rollouts (a run from before resumes with ``first``);
+- ``near_values``: a proposer's value off the incumbent's candidate moves is tried in
+  the place of the nearest one, so a proposer that keeps suggesting new values of one
+  setting cannot keep that setting's moves untried and the search from its end.
+
+The harnesses are test doubles as in test_search.py: success is
+``random.Random(ctx.seed)`` below a probability the settings decide.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from conftest import search_tasks, write_search_bench
+
+from forge.bench import BudgetSettings, load_bench
+from forge.journal import RunOptions
+from forge.moves import Move
+from forge.proposers import Proposal, Proposer, SearchView, SweepProposer
+from forge.registry import Config
+from forge.search import Search, SearchOptions, SearchOutcome
+
+K = 4
+
+TWO_REGISTRY = """\
+name: two
+settings:
+  small: {type: bool, default: false}
+  big:   {type: bool, default: false}
+"""
+
+#: Both moves are gains; ``big`` three times ``small``'s.
+TWO_SIZES = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.2 + 0.15 * config["small"] + 0.45 * config["big"]
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+def search(path: Path, folder: Path, proposer: Proposer, *, seed: int = 1,
+           **options: Any) -> SearchOutcome:
+    bench = load_bench(path)
+    folder.mkdir(parents=True)
+    settings: dict[str, Any] = {"max_steps": 30, "patience": 30, "budget": BudgetSettings(),
+                                "k": K, "seed": seed, "concurrency": 4, "timeout_s": 10.0,
+                                "run_test": False, **options}
+    return Search(bench, bench.defaults, proposer, SearchOptions(**settings),
+                  run_id=folder.name, folder=folder).run()
+
+
+def step_one(outcome: SearchOutcome) -> list[dict[str, Any]]:
+    return [r for r in outcome.records if r["kind"] == "candidate" and r["step"] == 1]
+
+
+def test_a_step_confirms_its_passing_candidate_of_largest_screening_effect(
+        tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", TWO_SIZES, registry=TWO_REGISTRY, k=K,
+                              tasks=search_tasks(40, 30, 2))
+    first_wins: set[str] = set()
+    for seed in range(4):
+        best = search(path, tmp_path / f"best{seed}", SweepProposer(), seed=seed)
+        records = step_one(best)
+        # Both screened at step 1, whatever order the sweep drew; big is promoted.
+        assert {r["move"]["target"] for r in records} == {"small", "big"}
+        [won] = [r for r in records if r["verdict"] == "promoted"]
+        assert won["move"]["target"] == "big"
+        [other] = [r for r in records if r["move"]["target"] == "small"]
+        assert other["verdict"] == "skipped" and other["why"].startswith("passed screening (+")
+        assert other["why"].endswith("this step promoted a candidate of larger screening "
+                                     "effect")
+        assert other["dev"]["screen"]["status"] == "pass"
+        assert other["rollouts"] == other["screening_rollouts"] > 0
+        # Its rollouts are journaled with it: the records add up to the search's count.
+        start = next(r for r in best.records if r["kind"] == "start")
+        stop = next(r for r in best.records if r["kind"] == "stop")
+        assert start["rollouts_total"] + sum(
+            r.get("rollouts") or 0 for r in best.records if r["kind"] == "candidate"
+        ) == stop["rollouts_total"]
+        assert best.final_config == {"small": True, "big": True}
+        first = search(path, tmp_path / f"first{seed}", SweepProposer(), seed=seed,
+                       selection="first")
+        [won] = [r for r in step_one(first) if r["verdict"] == "promoted"]
+        first_wins.add(won["move"]["target"])
+    # Confirming the first to pass promotes small first in some of the same searches.
+    assert "small" in first_wins
+
+
+def test_with_little_budget_left_the_first_to_pass_is_confirmed_at_once(
+        tmp_path: Path) -> None:
+    # 70 dev and val tasks x K attempts x 2 configs x 2 = 1,120 rollouts: below that
+    # left, screening the rest of the step first would crowd out its confirmation.
+    path = write_search_bench(tmp_path / "bench", TWO_SIZES, registry=TWO_REGISTRY, k=K,
+                              tasks=search_tasks(40, 30, 2))
+    for seed in range(4):
+        outcome = search(path, tmp_path / f"r{seed}", SweepProposer(), seed=seed,
+                         budget=BudgetSettings(rollouts=900))
+        records = step_one(outcome)
+        assert not any((r.get("why") or "").startswith("passed screening") for r in records)
+        # The one that passed was confirmed (or cut by the budget in its confirmation).
+        passed = [r for r in records if (r.get("dev") or {}).get("screen", {}).get("status")
+                  == "pass"]
+        assert len(passed) == 1 and passed[0] is records[-1]
+        assert passed[0]["verdict"] == "promoted" or passed[0]["why"] == (
+            "budget spent during confirmation")
+
+
+def test_a_run_journaled_before_best_selection_resumes_confirming_the_first() -> None:
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
+                            concurrency=1, timeout_s=1.0)
+    new = options.journal_form(proposer="sweep", proposer_info=None, first_moves=[])
+    assert (new.selection, new.near_values) == ("best", True)
+    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                     if k not in {"selection", "near_values"}})
+    assert "selection" not in old.model_dump(mode="json")  # written back as it was
+    resumed = [SearchOptions.from_journal(o, seed=1, concurrency=1, timeout_s=1.0)
+               for o in (new, old)]
+    assert [(o.selection, o.near_values) for o in resumed] == [("best", True),
+                                                               ("first", False)]
+
+
+# -- near values -------------------------------------------------------------------------------
+
+WIDE_REGISTRY = """\
+name: wide
+settings:
+  width: {type: int, min: 1, max: 4096, default: 64, scale: log}
+  flag:  {type: bool, default: false}
+"""
+
+NOTHING = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < 0.5
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+class NewValues(Proposer):
+    """Each step a fresh value of ``width`` no candidate move has (as TPE's suggestions
+    of an int setting are), and nothing else."""
+
+    name = "new-values"
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        rng = random.Random(view.step)
+        while True:
+            value = rng.randrange(2, 4096)
+            if value & (value - 1) and value != view.incumbent.values["width"]:
+                break  # not a power of two: off the grid of candidate moves
+        move = Move(target="width", before=view.incumbent.values["width"], after=value)
+        return [Proposal(move=move, proposer=self.name, reason="a value never tried")]
+
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
+        """Nothing to learn."""
+
+
+def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+                              tasks=search_tasks(24, 12, 2))
+    near = search(path, tmp_path / "near", NewValues(), precision_rounds=0)
+    exact = search(path, tmp_path / "exact", NewValues(), precision_rounds=0,
+                   near_values=False)
+    # Each step the proposer's new value takes width's one place in the step: tried by
+    # exact value, width's own moves are never tried and the search runs to max_steps.
+    assert exact.stop_reason == "max_steps"
+    # In the place of the nearest candidate move, each new value uses one of them up,
+    # and the search ends when they are all gone.
+    assert near.stop_reason == "local_optimum" and near.steps < 30
+    widths = [r["move"]["after"] for r in near.records
+              if r["kind"] == "candidate" and r["move"]["target"] == "width"]
+    assert any(w & (w - 1) for w in widths)  # the proposer's values were tried too
