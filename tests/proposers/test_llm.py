@@ -127,14 +127,16 @@ def test_a_valid_reply_is_screened_journaled_and_promoted(
     assert result["promotions"] == [{"step": 1, "target": "boost", "before": False,
                                      "after": True}]
     rows = records(tmp_path / "j" / "run")
-    first = next(r for r in rows if r["kind"] == "candidate")
+    first = next(r for r in rows if r["kind"] == "candidate" and r["proposer"] == "llm")
     assert (first["step"], first["proposer"], first["reason"], first["verdict"]) == (
         1, "llm", reason, "promoted")
-    # Step 2 screens the model's knob move and, when it is refused, goes on with the
-    # sweep fallback (first improvement); step 3's reply repeats the knob move, which is
-    # refused as already tried, and the fallback takes the step.
+    # Step 1 screens the sweep's fallback too before it confirms the model's move (the
+    # passing candidate of largest screening effect), whose record comes after. Step 2
+    # screens the model's knob move and, when it is refused, goes on with the sweep
+    # fallback; step 3's reply repeats the knob move, which is refused as already
+    # tried, and the fallback takes the step.
     assert [(r["step"], r["proposer"]) for r in rows if r["kind"] == "candidate"] == [
-        (1, "llm"), (2, "llm"), (2, "sweep"), (3, "sweep")]
+        (1, "sweep"), (1, "llm"), (2, "llm"), (2, "sweep"), (3, "sweep")]
     invalid = [r for r in rows if r["kind"] == "proposal_invalid"]
     assert [(r["step"], r["category"]) for r in invalid] == [(3, "already_tried")]
     info = json.loads((tmp_path / "j" / "run" / "run.json").read_text())
