@@ -104,7 +104,7 @@ class SearchOptions:
     # attempts a task, up to this many times (FocusedILS's runs per config, raised).
     precision_rounds: int = 2
     # Confirm the passing candidate of a step with the largest screening effect, not the
-    # first to pass: on walksat at 5k, 0.978 against 0.953 (benchmarks/quality.py); the
+    # first to pass: on walksat at 5k, 0.977 against 0.953 (benchmarks/quality.py); the
     # others of the step are journaled as skipped, their screening kept by the memory.
     selection: Literal["first", "best"] = "best"
     # A proposer's value off the candidate moves (30,810 flips) is tried in the place of
@@ -409,8 +409,9 @@ class Search:
         setting = self.bench.registry.settings.get(move.target)
         if not self.options.near_values or not isinstance(
                 setting, IntSetting | FloatSetting) or isinstance(
-                move.after, bool) or not isinstance(move.after, int | float):
-            return move
+                move.after, bool) or not isinstance(move.after, int | float) or not (
+                setting.min <= move.after <= setting.max):
+            return move  # not numeric, or illegal (NaN, out of bounds): apply_move says why
         options = [m for m in candidate_moves(self.bench.registry, incumbent,
                                               jumps=self.options.jumps)
                    if m.target == move.target]

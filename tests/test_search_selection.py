@@ -179,3 +179,30 @@ def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path)
     widths = [r["move"]["after"] for r in near.records
               if r["kind"] == "candidate" and r["move"]["target"] == "width"]
     assert any(w & (w - 1) for w in widths)  # the proposer's values were tried too
+
+
+class OutOfBounds(Proposer):
+    """``width`` 0 and -3 on its log scale (min 1), then 5,000 (max 4,096): illegal
+    values the search must refuse with their reason, not trip over."""
+
+    name = "out-of-bounds"
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        value = {1: 0, 2: -3}.get(view.step, 5000)
+        move = Move(target="width", before=view.incumbent.values["width"], after=value)
+        return [Proposal(move=move, proposer=self.name, reason="out of bounds")]
+
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
+        """Nothing to learn."""
+
+
+def test_an_illegal_value_of_a_log_setting_is_refused_as_illegal(tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+                              tasks=search_tasks(24, 12, 2))
+    outcome = search(path, tmp_path / "run", OutOfBounds(), max_steps=3)
+    illegal = [r for r in outcome.records if r["kind"] == "candidate"
+               and r["proposer"] == "out-of-bounds"]
+    assert [r["step"] for r in illegal] == [1, 2, 3]
+    assert all(r["verdict"] == "rejected" and r["gates"][0]["name"] == "legal"
+               for r in illegal)
