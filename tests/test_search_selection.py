@@ -14,7 +14,7 @@ The harnesses are test doubles as in test_search.py: success is
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,31 +144,39 @@ def run(config, task, ctx):
 """
 
 
-class NewValues(Proposer):
-    """Each step a fresh value of ``width`` no candidate move has (as TPE's suggestions
-    of an int setting are), and nothing else."""
+class WidthValues(Proposer):
+    """Each step one value of ``width``, ``value(step, current)``, and nothing else."""
 
-    name = "new-values"
+    name = "width-values"
+
+    def __init__(self, value: Callable[[int, int], int]) -> None:
+        self.value = value
 
     def propose(self, view: SearchView, n: int) -> list[Proposal]:
-        rng = random.Random(view.step)
-        while True:
-            value = rng.randrange(2, 4096)
-            if value & (value - 1) and value != view.incumbent.values["width"]:
-                break  # not a power of two: off the grid of candidate moves
-        move = Move(target="width", before=view.incumbent.values["width"], after=value)
-        return [Proposal(move=move, proposer=self.name, reason="a value never tried")]
+        current = view.incumbent.values["width"]
+        assert isinstance(current, int)
+        move = Move(target="width", before=current, after=self.value(view.step, current))
+        return [Proposal(move=move, proposer=self.name, reason="scripted")]
 
     def observe(self, config: Config, dev_mean: float,
                 constraints: Mapping[str, float] | None = None) -> None:
         """Nothing to learn."""
 
 
+def new_value(step: int, current: int) -> int:
+    """A fresh value no candidate move has, as TPE's suggestions of an int setting are."""
+    rng = random.Random(step)
+    while True:
+        value = rng.randrange(2, 4096)
+        if value & (value - 1) and value != current:
+            return value  # not a power of two: off the grid of candidate moves
+
+
 def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
                               tasks=search_tasks(24, 12, 2))
-    near = search(path, tmp_path / "near", NewValues(), precision_rounds=0)
-    exact = search(path, tmp_path / "exact", NewValues(), precision_rounds=0,
+    near = search(path, tmp_path / "near", WidthValues(new_value), precision_rounds=0)
+    exact = search(path, tmp_path / "exact", WidthValues(new_value), precision_rounds=0,
                    near_values=False)
     # Each step the proposer's new value takes width's one place in the step: tried by
     # exact value, width's own moves are never tried and the search runs to max_steps.
@@ -181,28 +189,15 @@ def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path)
     assert any(w & (w - 1) for w in widths)  # the proposer's values were tried too
 
 
-class OutOfBounds(Proposer):
-    """``width`` 0 and -3 on its log scale (min 1), then 5,000 (max 4,096): illegal
-    values the search must refuse with their reason, not trip over."""
-
-    name = "out-of-bounds"
-
-    def propose(self, view: SearchView, n: int) -> list[Proposal]:
-        value = {1: 0, 2: -3}.get(view.step, 5000)
-        move = Move(target="width", before=view.incumbent.values["width"], after=value)
-        return [Proposal(move=move, proposer=self.name, reason="out of bounds")]
-
-    def observe(self, config: Config, dev_mean: float,
-                constraints: Mapping[str, float] | None = None) -> None:
-        """Nothing to learn."""
-
-
 def test_an_illegal_value_of_a_log_setting_is_refused_as_illegal(tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
                               tasks=search_tasks(24, 12, 2))
-    outcome = search(path, tmp_path / "run", OutOfBounds(), max_steps=3)
+    # 0 and -3 on its log scale (min 1), then 5,000 (max 4,096): refused with their
+    # reason, not tripped over.
+    values = WidthValues(lambda step, current: {1: 0, 2: -3}.get(step, 5000))
+    outcome = search(path, tmp_path / "run", values, max_steps=3)
     illegal = [r for r in outcome.records if r["kind"] == "candidate"
-               and r["proposer"] == "out-of-bounds"]
+               and r["proposer"] == "width-values"]
     assert [r["step"] for r in illegal] == [1, 2, 3]
     assert all(r["verdict"] == "rejected" and r["gates"][0]["name"] == "legal"
                for r in illegal)
