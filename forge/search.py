@@ -386,8 +386,12 @@ class Search:
         place of the candidate move nearest it (32,768), on the setting's scale: near
         copies of one value are one question, and a proposer that keeps suggesting new
         ones must not keep the candidate moves they stand for untried for ever."""
+        return self._key(incumbent, self._bucket(incumbent, move))
+
+    def _key(self, incumbent: Config, move: Move) -> tuple[str, str]:
+        """The tried-key of a move that is its own place (a candidate move)."""
         inc = incumbent.fingerprint
-        candidate = apply_move(self.bench.registry, incumbent, self._bucket(incumbent, move))
+        candidate = apply_move(self.bench.registry, incumbent, move)
         return (inc if not self.round else f"{inc}@round{self.round}", candidate.fingerprint)
 
     def _was_tried(self, incumbent: Config, move: Move, tried: set[tuple[str, str]]) -> bool:
@@ -442,7 +446,7 @@ class Search:
         in this round, the largest screening effect first."""
         registry = self.bench.registry
         fresh = [m for m in candidate_moves(registry, incumbent, jumps=self.options.jumps)
-                 if self._tried_key(incumbent, m) not in tried]
+                 if self._key(incumbent, m) not in tried]
         if self.round:
             floor = self.bench.spec.gates.min_effect
             effects = {m: self.memory.close(m, incumbent.fingerprint, floor) for m in fresh}
