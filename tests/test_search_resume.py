@@ -2,7 +2,7 @@
 
 The search runs in a subprocess (``python -m forge search``) on a bench whose harness
 sleeps a few milliseconds per attempt, so a run lasts long enough to be killed at a
-chosen point: while the start config's first attempts are being written, after the
+chosen point: while the start config's first attempts run, after the
 n-th journal record, or while the test split is evaluated. ``--resume`` then finishes
 it, and every record must equal the record of an uninterrupted run with the same seed
 (timestamps and the run id aside).
@@ -136,24 +136,34 @@ def after_kind(kind: str) -> Callable[[Path], bool]:
     return ready
 
 
-def mid_attempts(folder: Path) -> bool:
-    # Attempts on file, and not even the start record yet.
-    return lines(folder / "attempts.jsonl") > 0 and lines(folder / "journal.jsonl") == 0
+def mid_attempts(bench: Path) -> Callable[[Path], bool]:
+    """The start config's first attempts running: the harness called (its calls log
+    beside the bench has grown), not even the start record yet. Not "attempts on file":
+    a chunk's attempts are stored together, and the start record follows them within a
+    few milliseconds, a window a poll missed one time in four."""
+    log = bench.parent / "calls.log"
+    before = lines(log)
+    return lambda folder: lines(log) > before and lines(folder / "journal.jsonl") == 0
+
+
+def anywhere(ready: Callable[[Path], bool]) -> Callable[[Path], Callable[[Path], bool]]:
+    return lambda bench: ready
 
 
 @pytest.mark.parametrize(("point", "ready"), [
     ("mid-attempts", mid_attempts),
-    ("1 record", after_records(1)),
-    ("3 records", after_records(3)),
-    ("6 records", after_records(6)),
-    ("in the test split", after_kind("stop")),
+    ("1 record", anywhere(after_records(1))),
+    ("3 records", anywhere(after_records(3))),
+    ("6 records", anywhere(after_records(6))),
+    ("in the test split", anywhere(after_kind("stop"))),
 ], ids=lambda x: x if isinstance(x, str) else "")
 def test_kill_9_then_resume_reaches_the_same_decisions(
         bench: Path, baseline: tuple[Path, dict[str, Any]], tmp_path: Path,
-        capsys: pytest.CaptureFixture[str], point: str, ready: Callable[[Path], bool]) -> None:
+        capsys: pytest.CaptureFixture[str], point: str,
+        ready: Callable[[Path], Callable[[Path], bool]]) -> None:
     base_folder, base_result = baseline
     folder = tmp_path / "journals" / "r"
-    kill_when(bench, folder, ready)
+    kill_when(bench, folder, ready(bench))
     written = records(folder) if (folder / "journal.jsonl").exists() else []
     assert not any(r["kind"] == "end" for r in written), f"not killed in the search ({point})"
 
