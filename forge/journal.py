@@ -71,6 +71,9 @@ class RunOptions(BaseModel):
     #: candidate moves is tried in the place of the nearest one (absent: no).
     selection: Literal["first", "best"] | None = None
     near_values: bool | None = None
+    #: Later again: whether a proposer's move whose place was tried is journaled as it
+    #: is dropped (absent: dropped without a record, as before).
+    near_copy_records: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -83,7 +86,7 @@ class RunOptions(BaseModel):
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
-                    "precision_rounds", "selection", "near_values"):
+                    "precision_rounds", "selection", "near_values", "near_copy_records"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -1,7 +1,9 @@
 """The records of a search journal (``journal.jsonl``): one frozen, versioned model per kind.
 
 A search writes, in order: one ``start`` (the start config evaluated); per step, a
-``proposal_invalid`` for each reply its proposer refused, then a ``candidate`` for each
+``proposal_invalid`` for each offer refused (a reply its proposer refused; a proposer's
+error, wrong shape or non-finite value; a move whose place was tried), then a
+``candidate`` for each
 move tried, with its verdict; one ``stop``; a ``test`` once the test split has been
 evaluated; one ``end``. Every line is one record, read back by :func:`parse_record`
 (through :func:`forge.journal.read_journal`) and written by
@@ -300,8 +302,10 @@ class StartRecord(JournalRecordBase):
 
 
 class ProposalInvalidRecord(JournalRecordBase):
-    """A reply the proposer refused to turn into a move (an LLM's unusable reply): no
-    move, no rollouts; not a step of ``forge journal show --json``."""
+    """An offer no move came of: a reply the proposer refused (an LLM's unusable reply),
+    or what the search refused of the proposer's output (``proposer_error``,
+    ``bad_shape``, ``illegal_value``, ``already_tried``). No move, no rollouts; not a
+    step of ``forge journal show --json``."""
 
     kind: Literal["proposal_invalid"] = "proposal_invalid"
     proposer: str

@@ -48,6 +48,7 @@ from forge.moves import Move, apply_move, candidate_moves, move_kind
 from forge.progress import SearchProgress
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
+from forge.proposers._vet import offered
 from forge.records import (
     AnyRecord,
     AuxCheck,
@@ -111,6 +112,9 @@ class SearchOptions:
     # the candidate move nearest it (32,768): without this, TPE's ever new values kept
     # one setting's moves untried and spent walksat's 20k budget on them.
     near_values: bool = True
+    # A proposer's move whose place was already tried is journaled (proposal_invalid,
+    # already_tried) as it is dropped; a run from before dropped it without a record.
+    near_copy_records: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -124,7 +128,8 @@ class SearchOptions:
                           candidates_per_step=self.candidates_per_step, chunks=self.chunks,
                           screen_alpha=self.screen_alpha, jumps=self.jumps,
                           precision_rounds=self.precision_rounds, selection=self.selection,
-                          near_values=self.near_values, executor=self.executor,
+                          near_values=self.near_values,
+                          near_copy_records=self.near_copy_records, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -145,6 +150,7 @@ class SearchOptions:
                    precision_rounds=o.precision_rounds or 0,
                    # Likewise one from before these two: the first to pass, exact values.
                    selection=o.selection or "first", near_values=bool(o.near_values),
+                   near_copy_records=bool(o.near_copy_records),
                    executor=executor or o.executor)
 
 
@@ -482,25 +488,28 @@ class Search:
                           dev_attempts=[a for items in self._first_chunk(incumbent).values()
                                         for a in items],
                           step=step, rng=self._rng("propose", step))
-        offered = queued + self.proposer.propose(view, len(untried))
-        # A proposer may refuse what its own source produced (an LLM's unusable reply):
-        # each refusal is journaled as a record of its own, and the step goes on.
-        for item in self.proposer.drain_rejections():
-            self._emit(ProposalInvalidRecord.model_validate(
-                {"proposer": self.proposer.name, **item, "step": step,
-                 "incumbent": incumbent.fingerprint}))
+        proposed, refused = offered(self.proposer, view, len(untried))
+        offers = queued + proposed
+        # A proposer may refuse what its own source produced (an LLM's unusable reply),
+        # and the search what the proposer returned (an error, a NaN): each refusal is
+        # journaled as a record of its own, and the step goes on.
+        for item in [*self.proposer.drain_rejections(), *refused]:
+            self._refuse(step, incumbent, item)
         rest = untried[:]
         self._rng("fallback", step).shuffle(rest)
-        offered += [Proposal(move=m, proposer="sweep", reason="one-setting move the proposer "
-                             "did not rank, in random order") for m in rest]
+        offers += [Proposal(move=m, proposer="sweep", reason="one-setting move the proposer "
+                            "did not rank, in random order") for m in rest]
         # One move per setting in a step: a step covers several settings, and a setting's
         # other values wait for what this one shows.
         seen: set[Move] = set()
         targets: set[str] = set()
         unique: list[Proposal] = []
-        for p in offered:
-            if p.move in seen or p.move.target in targets or self._was_tried(
-                    incumbent, p.move, tried):
+        for p in offers:
+            if p.move in seen or p.move.target in targets:
+                continue
+            if self._was_tried(incumbent, p.move, tried):
+                if self.options.near_copy_records and p in proposed:
+                    self._refuse(step, incumbent, self._near_copy(incumbent, p.move))
                 continue
             seen.add(p.move)
             targets.add(p.move.target)
@@ -508,6 +517,21 @@ class Search:
             if len(unique) >= self.options.candidates_per_step:
                 break
         return unique
+
+    def _refuse(self, step: int, incumbent: Config, item: dict[str, Any]) -> None:
+        self._emit(ProposalInvalidRecord.model_validate(
+            {"proposer": self.proposer.name, **item, "step": step,
+             "incumbent": incumbent.fingerprint}))
+
+    def _near_copy(self, incumbent: Config, move: Move) -> dict[str, Any]:
+        """The refusal of a proposer's move whose place was tried against the incumbent:
+        it spends nothing, but what the proposer offered is on record."""
+        place = self._bucket(incumbent, move)
+        where = ("" if place == move else
+                 f" in the place of {place.after!r} (within half a step of it)")
+        return {"category": "already_tried", "reason": (
+            f"{move.target} {move.before!r} -> {move.after!r}: tried{where} against this "
+            "incumbent already")}
 
     def _incumbent_interval(self, incumbent: Config) -> Interval | None:
         """The incumbent's mean over the dev tasks it has run on the screening seeds,

@@ -125,6 +125,12 @@ def test_a_run_journaled_before_best_selection_resumes_confirming_the_first() ->
                for o in (new, old)]
     assert [(o.selection, o.near_values) for o in resumed] == [("best", True),
                                                                ("first", False)]
+    # Nor did it journal a proposer's near copies: resumed, it drops them silently again.
+    older = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                       if k != "near_copy_records"})
+    assert new.near_copy_records is True
+    assert SearchOptions.from_journal(older, seed=1, concurrency=1,
+                                      timeout_s=1.0).near_copy_records is False
 
 
 # -- near values -------------------------------------------------------------------------------
@@ -201,3 +207,29 @@ def test_an_illegal_value_of_a_log_setting_is_refused_as_illegal(tmp_path: Path)
     assert [r["step"] for r in illegal] == [1, 2, 3]
     assert all(r["verdict"] == "rejected" and r["gates"][0]["name"] == "legal"
                for r in illegal)
+
+
+def test_a_proposers_copy_of_a_tried_place_is_journaled_as_it_is_dropped(
+        tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+                              tasks=search_tasks(24, 12, 2))
+    # 100 at step 1, off the grid but within a factor sqrt(2) of 128: tried in 128's
+    # place; then 128 itself, then 97, whose place is 128's too.
+    script = {1: 100, 2: 128, 3: 97}
+    values = WidthValues(lambda step, current: script.get(step, 100))
+    outcome = search(path, tmp_path / "run", values, max_steps=3, precision_rounds=0)
+    widths = [(r["step"], r["move"]["after"]) for r in outcome.records
+              if r["kind"] == "candidate" and r["proposer"] == "width-values"]
+    assert widths == [(1, 100)]
+    dropped = [r for r in outcome.records if r["kind"] == "proposal_invalid"]
+    assert [(r["step"], r["category"], r["proposer"]) for r in dropped] == [
+        (2, "already_tried", "width-values"), (3, "already_tried", "width-values")]
+    assert dropped[0]["reason"] == "width 64 -> 128: tried against this incumbent already"
+    assert dropped[1]["reason"] == ("width 64 -> 97: tried in the place of 128 (within half "
+                                    "a step of it) against this incumbent already")
+    # Without the option (a run journaled before it), the same search drops them unsaid.
+    quiet = search(path, tmp_path / "quiet", WidthValues(lambda step, current: script.get(
+        step, 100)), max_steps=3, precision_rounds=0, near_copy_records=False)
+    assert not any(r["kind"] == "proposal_invalid" for r in quiet.records)
+    assert [r["move"] for r in quiet.records if r["kind"] == "candidate"] == [
+        r["move"] for r in outcome.records if r["kind"] == "candidate"]
