@@ -164,6 +164,14 @@ def record(config, task, ctx):
 
 
 #: A search bench harness: ``boost`` wins on pass rate (0.5 -> 0.8) and costs 10% more.
+#: A search bench harness where no setting matters: each attempt a fair coin on its seed.
+COIN_HARNESS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < 0.5
+    return {"output": task.expected if ok else "wrong"}
+"""
+
 COSTLY_BOOST = """
 def run(config, task, ctx):
     record(config, task, ctx)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from conftest import search_tasks, write_search_bench
+from conftest import COIN_HARNESS, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
 from forge.journal import RunOptions
@@ -142,13 +142,6 @@ settings:
   flag:  {type: bool, default: false}
 """
 
-NOTHING = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    ok = random.Random(ctx.seed).random() < 0.5
-    return {"output": task.expected if ok else "wrong"}
-"""
-
 
 class WidthValues(Proposer):
     """Each step one value of ``width``, ``value(step, current)``, and nothing else."""
@@ -179,7 +172,7 @@ def new_value(step: int, current: int) -> int:
 
 
 def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path) -> None:
-    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+    path = write_search_bench(tmp_path / "bench", COIN_HARNESS, registry=WIDE_REGISTRY, k=K,
                               tasks=search_tasks(24, 12, 2))
     near = search(path, tmp_path / "near", WidthValues(new_value), precision_rounds=0)
     exact = search(path, tmp_path / "exact", WidthValues(new_value), precision_rounds=0,
@@ -196,7 +189,7 @@ def test_new_values_of_one_setting_do_not_keep_its_moves_untried(tmp_path: Path)
 
 
 def test_an_illegal_value_of_a_log_setting_is_refused_as_illegal(tmp_path: Path) -> None:
-    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+    path = write_search_bench(tmp_path / "bench", COIN_HARNESS, registry=WIDE_REGISTRY, k=K,
                               tasks=search_tasks(24, 12, 2))
     # 0 and -3 on its log scale (min 1), then 5,000 (max 4,096): refused with their
     # reason, not tripped over.
@@ -211,7 +204,7 @@ def test_an_illegal_value_of_a_log_setting_is_refused_as_illegal(tmp_path: Path)
 
 def test_a_proposers_copy_of_a_tried_place_is_journaled_as_it_is_dropped(
         tmp_path: Path) -> None:
-    path = write_search_bench(tmp_path / "bench", NOTHING, registry=WIDE_REGISTRY, k=K,
+    path = write_search_bench(tmp_path / "bench", COIN_HARNESS, registry=WIDE_REGISTRY, k=K,
                               tasks=search_tasks(24, 12, 2))
     # 100 at step 1, off the grid but within a factor sqrt(2) of 128: tried in 128's
     # place; then 128 itself, then 97, whose place is 128's too.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conftest import search_tasks, write_search_bench
+from conftest import COIN_HARNESS, search_tasks, write_search_bench
 from proposer_helpers import mixed_registry, view
 
 from forge.bench import BudgetSettings, load_bench
@@ -77,16 +77,10 @@ settings:
   flag: {type: bool, default: false}
 """
 
-HARNESS = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    ok = random.Random(ctx.seed).random() < 0.5
-    return {"output": task.expected if ok else "wrong"}
-"""
 
 
 def test_a_search_goes_on_past_a_proposer_offering_nan_or_raising(tmp_path: Path) -> None:
-    path = write_search_bench(tmp_path / "bench", HARNESS, registry=REGISTRY, k=3,
+    path = write_search_bench(tmp_path / "bench", COIN_HARNESS, registry=REGISTRY, k=3,
                               tasks=search_tasks(12, 6, 2))
     bench = load_bench(path)
     replies = {1: lambda v: [temperature(math.nan)], 2: boom}
