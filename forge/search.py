@@ -510,6 +510,7 @@ class Search:
             if self._was_tried(incumbent, p.move, tried):
                 if self.options.near_copy_records and p in proposed:
                     self._refuse(step, incumbent, self._near_copy(incumbent, p.move))
+                seen.add(p.move)  # one record for a move offered twice
                 continue
             seen.add(p.move)
             targets.add(p.move.target)
