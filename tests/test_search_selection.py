@@ -209,7 +209,14 @@ def test_a_proposers_copy_of_a_tried_place_is_journaled_as_it_is_dropped(
     # 100 at step 1, off the grid but within a factor sqrt(2) of 128: tried in 128's
     # place; then 128 itself, then 97, whose place is 128's too.
     script = {1: 100, 2: 128, 3: 97}
-    values = WidthValues(lambda step, current: script.get(step, 100))
+
+    class Twice(WidthValues):
+        """Offers its move twice: a copy offered twice is one record."""
+
+        def propose(self, view: SearchView, n: int) -> list[Proposal]:
+            return 2 * super().propose(view, n)
+
+    values = Twice(lambda step, current: script.get(step, 100))
     outcome = search(path, tmp_path / "run", values, max_steps=3, precision_rounds=0)
     widths = [(r["step"], r["move"]["after"]) for r in outcome.records
               if r["kind"] == "candidate" and r["proposer"] == "width-values"]
