@@ -2,7 +2,8 @@
 
 A proposer is a plug-in, and a custom one can fail as a harness can: raise, return
 something that is not a list of proposals, or offer a value no journal can hold (NaN
-or infinity: JSON has neither). Each is refused here with its reason, the search
+or infinity: JSON has neither; an integer of 5,000 digits, which Python will not
+print). Each is refused here with its reason, the search
 journals the refusal as a ``proposal_invalid`` record and goes on with the moves
 it has (the step's sweep), as it does for an LLM's unusable reply. Legality against
 the registry (bounds, choices, the incumbent's current value) is not checked here:
@@ -15,6 +16,7 @@ import logging
 import math
 from typing import Any
 
+from forge.bounds import MAX_INT_DIGITS
 from forge.proposers._base import Proposal, Proposer, SearchView
 from forge.secrets import clip
 
@@ -24,6 +26,7 @@ log = logging.getLogger(__name__)
 
 #: How much of an exception's text or of a bad value a refusal keeps.
 REASON_CHARS = 240
+_HUGE = 10 ** MAX_INT_DIGITS
 
 
 def offered(proposer: Proposer, view: SearchView, n: int
@@ -46,12 +49,21 @@ def offered(proposer: Proposer, view: SearchView, n: int
             refused.append({"category": "bad_shape", "reason": clip(
                 f"propose returned a {type(item).__name__}, not a Proposal", REASON_CHARS)})
             continue
-        move = item.move
-        bad = [v for v in (move.before, move.after)
-               if isinstance(v, float) and not math.isfinite(v)]
-        if bad:
-            refused.append({"category": "illegal_value", "reason": clip(
-                f"{move.target}: {bad[0]!r} is not a finite number", REASON_CHARS)})
+        why = _unwritable(item)
+        if why is not None:
+            refused.append({"category": "illegal_value", "reason": clip(why, REASON_CHARS)})
             continue
         kept.append(item)
     return kept, refused
+
+
+def _unwritable(proposal: Proposal) -> str | None:
+    """Why a journal line could not hold this move, if it could not: NaN or infinity,
+    or an integer too long to print (as the files forge reads refuse it)."""
+    move = proposal.move
+    for value in (move.before, move.after):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{move.target}: {value!r} is not a finite number"
+        if isinstance(value, int) and abs(value) >= _HUGE:
+            return f"{move.target}: an integer of more than {MAX_INT_DIGITS} digits"
+    return None

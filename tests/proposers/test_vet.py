@@ -51,13 +51,16 @@ def boom(view: SearchView) -> list[Proposal]:
 
 def test_each_unusable_offer_is_refused_with_its_reason_and_the_rest_kept() -> None:
     v = view(mixed_registry())
+    huge = Proposal(move=Move(target="x", before=5, after=10 ** 5000), proposer="scripted",
+                    reason="scripted")
     kept, refused = offered(Scripted(lambda _: [temperature(math.nan), temperature(0.7),
-                                                temperature(math.inf), "x=3"]), v, 4)
+                                                temperature(math.inf), "x=3", huge]), v, 4)
     assert kept == [temperature(0.7)]
     assert refused == [
         {"category": "illegal_value", "reason": "temperature: nan is not a finite number"},
         {"category": "illegal_value", "reason": "temperature: inf is not a finite number"},
-        {"category": "bad_shape", "reason": "propose returned a str, not a Proposal"}]
+        {"category": "bad_shape", "reason": "propose returned a str, not a Proposal"},
+        {"category": "illegal_value", "reason": "x: an integer of more than 1000 digits"}]
 
 
 def test_a_proposer_that_raises_or_returns_no_list_offers_nothing() -> None:
@@ -79,11 +82,15 @@ settings:
 
 
 
-def test_a_search_goes_on_past_a_proposer_offering_nan_or_raising(tmp_path: Path) -> None:
+def test_a_search_goes_on_past_a_proposer_offering_nan_raising_or_a_huge_number(
+        tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", COIN_HARNESS, registry=REGISTRY, k=3,
                               tasks=search_tasks(12, 6, 2))
     bench = load_bench(path)
-    replies = {1: lambda v: [temperature(math.nan)], 2: boom}
+    replies = {1: lambda v: [temperature(math.nan)], 2: boom,
+               3: lambda v: [Proposal(move=Move(target="temperature", before=0.5,
+                                                after=10 ** 5000), proposer="scripted",
+                                      reason="scripted")]}
     proposer = Scripted(lambda v: replies.get(v.step, lambda _: [])(v))
     folder = tmp_path / "run"
     folder.mkdir()
@@ -92,7 +99,7 @@ def test_a_search_goes_on_past_a_proposer_offering_nan_or_raising(tmp_path: Path
         timeout_s=10.0, run_test=False), run_id="run", folder=folder).run()
     refusals = [(r["step"], r["category"]) for r in outcome.records
                 if r["kind"] == "proposal_invalid"]
-    assert refusals == [(1, "illegal_value"), (2, "proposer_error")]
+    assert refusals == [(1, "illegal_value"), (2, "proposer_error"), (3, "illegal_value")]
     # Each step went on with the sweep's moves; every line of the journal is JSON.
     steps = {r["step"] for r in outcome.records if r["kind"] == "candidate"}
     assert steps == {1, 2, 3} or outcome.stop_reason == "local_optimum"
