@@ -25,7 +25,6 @@ memory (:mod:`forge.memory`) only choose *which* candidate is confirmed.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import math
 import random
@@ -39,12 +38,12 @@ from typing import Any, Literal, TypeVar
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, BudgetSettings
 from forge.confirm import Confirmation, ConfirmOutcome
-from forge.errors import MoveError
 from forge.executors import ExecutorSettings
 from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter, RunOptions
 from forge.memory import MoveMemory, MoveNote
 from forge.moves import Move, apply_move, candidate_moves, move_kind
+from forge.places import Places, TriedKey
 from forge.progress import SearchProgress
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
@@ -67,7 +66,7 @@ from forge.records import (
     TestRecord,
     ValBlock,
 )
-from forge.registry import Config, FloatSetting, IntSetting, same_value
+from forge.registry import Config
 from forge.results import TaskAttempts
 from forge.screening import Screen, Screening
 from forge.session import Session
@@ -254,6 +253,9 @@ class Search:
         #: The incumbent's precision round: 0, then r while its close moves are screened
         #: on 2^r·K attempts a task (reset by a promotion).
         self.round = 0
+        # Where each move stands among those tried: its place and its tried-key.
+        self.places = Places(bench.registry, jumps=options.jumps,
+                             near_values=options.near_values)
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
         self.alpha = bench.spec.gates.alpha
         # Fixed random task orders: the chunks of screening and of each look.
@@ -350,7 +352,7 @@ class Search:
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
-        tried: set[tuple[str, str]] = set()
+        tried: set[TriedKey] = set()
         promotions: list[PromotedMove] = []
         step = 0
         since_promotion = 0
@@ -386,73 +388,18 @@ class Search:
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
         return self._finish(stop_reason, step, promotions, incumbent)
 
-    def _tried_key(self, incumbent: Config, move: Move) -> tuple[str, str]:
-        """A move is tried once against an incumbent in each precision round; a value
-        off the setting's candidate moves (a proposer's 30,810 flips) is tried in the
-        place of the candidate move nearest it (32,768), on the setting's scale: near
-        copies of one value are one question, and a proposer that keeps suggesting new
-        ones must not keep the candidate moves they stand for untried for ever."""
-        return self._key(incumbent, self._bucket(incumbent, move))
-
-    def _key(self, incumbent: Config, move: Move) -> tuple[str, str]:
-        """The tried-key of a move that is its own place (a candidate move)."""
-        inc = incumbent.fingerprint
-        candidate = apply_move(self.bench.registry, incumbent, move)
-        return (inc if not self.round else f"{inc}@round{self.round}", candidate.fingerprint)
-
-    def _was_tried(self, incumbent: Config, move: Move, tried: set[tuple[str, str]]) -> bool:
-        """Whether ``move``'s place was tried against the incumbent in this round (False
-        for an illegal move: the step journals it as such)."""
-        try:
-            return self._tried_key(incumbent, move) in tried
-        except MoveError:  # an illegal proposal: refused, with its reason, by the step
-            return False
-
-    def _bucket(self, incumbent: Config, move: Move) -> Move:
-        """The candidate move of the incumbent whose place ``move`` takes: itself when it
-        is one (a step or a grid jump) or lies more than half a step from every one, else
-        the nearest within half a step. Half a step: a factor of sqrt(2) on a log scale
-        (whose steps are x2), half the grid's spacing for a float without a step, and
-        half the step otherwise, where every legal value is a step-grid point: those
-        settings' values are never merged, so a narrow peak between grid points (noise
-        0.7 on a grid of 0.6 and 0.8) stays reachable."""
-        setting = self.bench.registry.settings.get(move.target)
-        if not self.options.near_values or not isinstance(
-                setting, IntSetting | FloatSetting) or isinstance(
-                move.after, bool) or not isinstance(move.after, int | float) or not (
-                setting.min <= move.after <= setting.max):
-            return move  # not numeric, or illegal (NaN, out of bounds): apply_move says why
-        options = [m for m in candidate_moves(self.bench.registry, incumbent,
-                                              jumps=self.options.jumps)
-                   if m.target == move.target]
-        if not options or any(same_value(m.after, move.after) for m in options):
-            return move
-        if setting.scale == "log":
-            def place(x: float) -> float:
-                return math.log(x)
-            half = math.log(2) / 2
-        else:
-            def place(x: float) -> float:
-                return x
-            grid = sorted(float(m.after) for m in options)
-            spacing = min((b - a for a, b in itertools.pairwise(grid)), default=math.inf)
-            half = (setting.step if setting.step is not None else spacing) / 2
-        nearest = min(options, key=lambda m: abs(place(float(m.after)) - place(float(move.after))))
-        gap = abs(place(float(nearest.after)) - place(float(move.after)))
-        return nearest if gap < half - 1e-12 else move
-
     @property
     def attempts(self) -> int:
         """Attempts a task a screening of this precision round runs."""
         return self.options.k << self.round
 
-    def _untried(self, incumbent: Config, tried: set[tuple[str, str]], step: int) -> list[Move]:
+    def _untried(self, incumbent: Config, tried: set[TriedKey], step: int) -> list[Move]:
         """The incumbent's untried candidate moves; those the memory found futile a
         short while ago go last. In a precision round: its close moves not yet screened
         in this round, the largest screening effect first."""
         registry = self.bench.registry
         fresh = [m for m in candidate_moves(registry, incumbent, jumps=self.options.jumps)
-                 if self._key(incumbent, m) not in tried]
+                 if self.places.key(incumbent, m, self.round) not in tried]
         if self.round:
             floor = self.bench.spec.gates.min_effect
             effects = {m: self.memory.close(m, incumbent.fingerprint, floor) for m in fresh}
@@ -462,7 +409,7 @@ class Search:
         return [m for m in fresh if m not in cool] + cool
 
     def _proposals(self, step: int, incumbent: Config, untried: list[Move],
-                   history: list[EvaluatedConfig], tried: set[tuple[str, str]]
+                   history: list[EvaluatedConfig], tried: set[TriedKey]
                    ) -> list[Proposal]:
         """This step's proposals: the runtime mutator's first moves, then moves the
         memory found promising at an earlier incumbent, then the proposer's, then the
@@ -507,9 +454,9 @@ class Search:
         for p in offers:
             if p.move in seen or p.move.target in targets:
                 continue
-            if self._was_tried(incumbent, p.move, tried):
+            if self.places.was_tried(incumbent, p.move, tried, self.round):
                 if self.options.near_copy_records and p in proposed:
-                    self._refuse(step, incumbent, self._near_copy(incumbent, p.move))
+                    self._refuse(step, incumbent, self.places.near_copy(incumbent, p.move))
                 seen.add(p.move)  # one record for a move offered twice
                 continue
             seen.add(p.move)
@@ -523,16 +470,6 @@ class Search:
         self._emit(ProposalInvalidRecord.model_validate(
             {"proposer": self.proposer.name, **item, "step": step,
              "incumbent": incumbent.fingerprint}))
-
-    def _near_copy(self, incumbent: Config, move: Move) -> dict[str, Any]:
-        """The refusal of a proposer's move whose place was tried against the incumbent:
-        it spends nothing, but what the proposer offered is on record."""
-        place = self._bucket(incumbent, move)
-        where = ("" if place == move else
-                 f" in the place of {place.after!r} (within half a step of it)")
-        return {"category": "already_tried", "reason": (
-            f"{move.target} {move.before!r} -> {move.after!r}: tried{where} against this "
-            "incumbent already")}
 
     def _incumbent_interval(self, incumbent: Config) -> Interval | None:
         """The incumbent's mean over the dev tasks it has run on the screening seeds,
@@ -556,7 +493,7 @@ class Search:
                        incumbent=incumbent.fingerprint, **extra)
 
     def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
-              tried: set[tuple[str, str]], history: list[EvaluatedConfig]
+              tried: set[TriedKey], history: list[EvaluatedConfig]
               ) -> tuple[Move, Config] | None:
         """Screen the proposals in order, then confirm the passing ones, the largest
         screening effect first (``selection: first``: each as soon as it passes). A
@@ -571,11 +508,11 @@ class Search:
                 self._emit(head(verdict="rejected", gates=[
                     Gate(name="legal", passed=False, reason=str(exc))]))
                 continue
-            if self._tried_key(incumbent, proposal.move) in tried:
+            if self.places.tried_key(incumbent, proposal.move, self.round) in tried:
                 self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
                                 why="already tried against this incumbent"))
                 continue
-            tried.add(self._tried_key(incumbent, proposal.move))
+            tried.add(self.places.tried_key(incumbent, proposal.move, self.round))
             screened = self.screening.run(step, incumbent, proposal, candidate, head,
                                           attempts=self.attempts)
             if screened is not None and screened.tasks:
