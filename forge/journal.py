@@ -74,6 +74,9 @@ class RunOptions(BaseModel):
     #: Later again: whether a proposer's move whose place was tried is journaled as it
     #: is dropped (absent: dropped without a record, as before).
     near_copy_records: bool | None = None
+    #: And whether a step covering an enum setting screens each of its other choices
+    #: (absent: one, as before).
+    enum_choices: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -86,7 +89,8 @@ class RunOptions(BaseModel):
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
-                    "precision_rounds", "selection", "near_values", "near_copy_records"):
+                    "precision_rounds", "selection", "near_values", "near_copy_records",
+                    "enum_choices"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

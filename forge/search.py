@@ -66,7 +66,7 @@ from forge.records import (
     TestRecord,
     ValBlock,
 )
-from forge.registry import Config
+from forge.registry import Config, EnumSetting
 from forge.results import TaskAttempts
 from forge.screening import Screen, Screening
 from forge.session import Session
@@ -114,6 +114,11 @@ class SearchOptions:
     # A proposer's move whose place was already tried is journaled (proposal_invalid,
     # already_tried) as it is dropped; a run from before dropped it without a record.
     near_copy_records: bool = True
+    # A step that covers an enum setting screens each of its other choices, not one:
+    # choices are unordered, so one of them says nothing of the next, and a step that
+    # drew the wrong one left the right one waiting for a step its setting may not get.
+    # On walksat at 2k (10 seeds): 0.959 against 0.909 (benchmarks/quality.py).
+    enum_choices: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -128,7 +133,8 @@ class SearchOptions:
                           screen_alpha=self.screen_alpha, jumps=self.jumps,
                           precision_rounds=self.precision_rounds, selection=self.selection,
                           near_values=self.near_values,
-                          near_copy_records=self.near_copy_records, executor=self.executor,
+                          near_copy_records=self.near_copy_records,
+                          enum_choices=self.enum_choices, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -150,6 +156,7 @@ class SearchOptions:
                    # Likewise one from before these two: the first to pass, exact values.
                    selection=o.selection or "first", near_values=bool(o.near_values),
                    near_copy_records=bool(o.near_copy_records),
+                   enum_choices=bool(o.enum_choices),
                    executor=executor or o.executor)
 
 
@@ -464,7 +471,28 @@ class Search:
             unique.append(p)
             if len(unique) >= self.options.candidates_per_step:
                 break
+        if self.options.enum_choices:
+            unique += self._other_choices(incumbent, unique, untried, tried, seen)
         return unique
+
+    def _other_choices(self, incumbent: Config, chosen: list[Proposal], untried: list[Move],
+                       tried: set[TriedKey], seen: set[Move]) -> list[Proposal]:
+        """The untried other choices of each enum setting ``chosen`` covers, in the
+        registry's order: screened side by side with the one a proposer picked."""
+        settings = self.bench.registry.settings
+        # Only beside a legal move: an illegal or stale one is refused, not screened.
+        legal = set(untried)
+        targets = {p.move.target for p in chosen
+                   if p.move in legal and isinstance(settings.get(p.move.target), EnumSetting)}
+        out = []
+        for m in untried:
+            if (m.target in targets and m not in seen
+                    and not self.places.was_tried(incumbent, m, tried, self.round)):
+                seen.add(m)
+                out.append(Proposal(move=m, proposer="sweep", reason=(
+                    f"another choice of {m.target}, screened beside the one proposed: an "
+                    "enum's choices are unordered, one says nothing of the next")))
+        return out
 
     def _refuse(self, step: int, incumbent: Config, item: dict[str, Any]) -> None:
         self._emit(ProposalInvalidRecord.model_validate(

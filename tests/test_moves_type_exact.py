@@ -93,15 +93,18 @@ def test_the_search_screens_both_twins_and_promotes_the_one_that_helps(
     steps = run_forge_json(capsys, "journal", "show", "r", "--journals", journals, "--json")
     decided = [(r["step"], typed(r["move"]["before"]), typed(r["move"]["after"]), r["verdict"])
                for r in steps]
-    # A step takes one move of a setting; the twins come in turn, each a candidate with
-    # a verdict of its own: mode true is promoted, and mode 1 is no no-op after it.
-    assert decided == [(1, ("str", "plain"), ("bool", True), "promoted"),
+    # A step screens every other choice of an enum: the twins side by side, each a
+    # candidate with a verdict of its own; mode true is promoted, and mode 1 is no
+    # no-op after it.
+    assert decided == [(1, ("str", "plain"), ("int", 1), "rejected"),
+                       (1, ("str", "plain"), ("bool", True), "promoted"),
                        (2, ("bool", True), ("str", "plain"), "rejected"),
-                       (3, ("bool", True), ("int", 1), "rejected")]
+                       (2, ("bool", True), ("int", 1), "rejected")]
     harness_saw = {typed(c["config"]["mode"]) for c in read_calls(bench)}
     assert harness_saw == {("str", "plain"), ("int", 1), ("bool", True)}
     # The journal keeps the types apart too: true and 1 in the JSON.
     lines = (journals / "r" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     afters = [json.loads(line)["move"]["after"] for line in lines
               if json.loads(line).get("kind") == "candidate"]
-    assert [typed(a) for a in afters] == [("bool", True), ("str", "plain"), ("int", 1)]
+    assert [typed(a) for a in afters] == [("int", 1), ("bool", True), ("str", "plain"),
+                                          ("int", 1)]

@@ -133,6 +133,71 @@ def test_a_run_journaled_before_best_selection_resumes_confirming_the_first() ->
                                       timeout_s=1.0).near_copy_records is False
 
 
+# -- enum choices ------------------------------------------------------------------------------
+
+PICK_REGISTRY = """\
+name: pick
+settings:
+  pick: {type: enum, choices: [a, b, c, d], default: a}
+"""
+
+#: Only ``d`` helps; ``b`` is what the scripted proposer offers.
+PICK_D = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.8 if config["pick"] == "d" else 0.2
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+class PickB(Proposer):
+    """``pick`` -> ``b`` from wherever it is, and nothing else."""
+
+    name = "pick-b"
+
+    def propose(self, view: SearchView, n: int) -> list[Proposal]:
+        current = view.incumbent.values["pick"]
+        if current == "b":
+            return []
+        return [Proposal(move=Move(target="pick", before=current, after="b"),
+                         proposer=self.name, reason="scripted")]
+
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
+        """Nothing to learn."""
+
+
+def test_a_step_screens_every_other_choice_of_an_enum_it_covers(tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", PICK_D, registry=PICK_REGISTRY, k=K,
+                              tasks=search_tasks(40, 30, 2))
+    outcome = search(path, tmp_path / "all", PickB(), max_steps=1)
+    records = step_one(outcome)
+    # The proposer's b first, then the choices it left, in the registry's order.
+    assert [(r["move"]["after"], r["proposer"]) for r in records] == [
+        ("b", "pick-b"), ("c", "sweep"), ("d", "sweep")]
+    assert [r["move"]["after"] for r in records if r["verdict"] == "promoted"] == ["d"]
+    assert outcome.final_config["pick"] == "d"
+    # One choice a step without it: the proposer's b, refused, and the step is over.
+    one = search(path, tmp_path / "one", PickB(), max_steps=1, enum_choices=False)
+    assert [r["move"]["after"] for r in step_one(one)] == ["b"]
+    assert one.final_config["pick"] == "a"
+
+
+def test_a_run_journaled_before_enum_choices_resumes_screening_one_choice() -> None:
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
+                            concurrency=1, timeout_s=1.0)
+    new = options.journal_form(proposer="sweep", proposer_info=None, first_moves=[])
+    assert new.enum_choices is True
+    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                     if k != "enum_choices"})
+    assert "enum_choices" not in old.model_dump(mode="json")
+    assert SearchOptions.from_journal(old, seed=1, concurrency=1,
+                                      timeout_s=1.0).enum_choices is False
+    assert SearchOptions.from_journal(new, seed=1, concurrency=1,
+                                      timeout_s=1.0).enum_choices is True
+
+
 # -- near values -------------------------------------------------------------------------------
 
 WIDE_REGISTRY = """\
