@@ -59,7 +59,9 @@ def search_command(
     ray_address: RayAddressOption = None,
     k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
     candidates: Annotated[int | None, typer.Option(
-        "--candidates", min=1, help="candidate moves per step")] = None,
+        "--candidates", min=1,
+        help="moves of different settings per step (an enum among them brings its other "
+             "choices too)")] = None,
     seed: Annotated[int, typer.Option(
         "--seed", help="run seed: the same seed gives the same decisions")] = DEFAULT_SEED,
     run_id: Annotated[str | None, typer.Option(
