@@ -77,6 +77,8 @@ class RunOptions(BaseModel):
     #: And whether a step covering an enum setting screens each of its other choices
     #: (absent: one, as before).
     enum_choices: bool | None = None
+    #: And whether a hint leads with its jump (absent: with its step, as before).
+    hint_jumps: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -90,7 +92,7 @@ class RunOptions(BaseModel):
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
-                    "enum_choices"):
+                    "enum_choices", "hint_jumps"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

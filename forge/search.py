@@ -119,6 +119,12 @@ class SearchOptions:
     # drew the wrong one left the right one waiting for a step its setting may not get.
     # On walksat at 2k (10 seeds): 0.959 against 0.909 (benchmarks/quality.py).
     enum_choices: bool = True
+    # A hint (a failure signal's direction) leads with the jump halfway to the bound,
+    # the step once the jump is tried: a signal says which way, not how far, and a step
+    # is often too small to screen through (walksat's max_flips x2: +0.047 in truth,
+    # 1,070 rollouts to prove; halfway, x4, +0.06). On triage at 5k (10 seeds): 0.739
+    # with no violation against 0.712 with 2 (benchmarks/quality.py).
+    hint_jumps: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -134,7 +140,8 @@ class SearchOptions:
                           precision_rounds=self.precision_rounds, selection=self.selection,
                           near_values=self.near_values,
                           near_copy_records=self.near_copy_records,
-                          enum_choices=self.enum_choices, executor=self.executor,
+                          enum_choices=self.enum_choices, hint_jumps=self.hint_jumps,
+                          executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -156,7 +163,7 @@ class SearchOptions:
                    # Likewise one from before these two: the first to pass, exact values.
                    selection=o.selection or "first", near_values=bool(o.near_values),
                    near_copy_records=bool(o.near_copy_records),
-                   enum_choices=bool(o.enum_choices),
+                   enum_choices=bool(o.enum_choices), hint_jumps=bool(o.hint_jumps),
                    executor=executor or o.executor)
 
 
@@ -441,7 +448,8 @@ class Search:
                           history=list(history),
                           dev_attempts=[a for items in self._first_chunk(incumbent).values()
                                         for a in items],
-                          step=step, rng=self._rng("propose", step))
+                          step=step, rng=self._rng("propose", step),
+                          hint_jumps=self.options.hint_jumps)
         proposed, refused = offered(self.proposer, view, len(untried))
         offers = queued + proposed
         # A proposer may refuse what its own source produced (an LLM's unusable reply),

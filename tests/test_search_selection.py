@@ -198,6 +198,21 @@ def test_a_run_journaled_before_enum_choices_resumes_screening_one_choice() -> N
                                       timeout_s=1.0).enum_choices is True
 
 
+
+def test_a_run_journaled_before_hint_jumps_resumes_following_hints_step_first() -> None:
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
+                            concurrency=1, timeout_s=1.0)
+    new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
+    assert new.hint_jumps is True
+    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                     if k != "hint_jumps"})
+    assert "hint_jumps" not in old.model_dump(mode="json")
+    assert SearchOptions.from_journal(old, seed=1, concurrency=1,
+                                      timeout_s=1.0).hint_jumps is False
+    assert SearchOptions.from_journal(new, seed=1, concurrency=1,
+                                      timeout_s=1.0).hint_jumps is True
+
+
 # -- near values -------------------------------------------------------------------------------
 
 WIDE_REGISTRY = """\

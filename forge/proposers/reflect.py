@@ -3,9 +3,11 @@
 A registry's ``hints`` say which way to move a setting when a failure signal shows
 up (``iteration_cap_hit: {max_iterations: up}``). Reflection counts the signals in
 the incumbent's *dev* attempts (the view carries nothing else, so it cannot peek at
-val or test) and turns the most frequent ones into one-step moves. It stays inside
-the registry: every move is a neighbour of the incumbent, and only untried ones are
-proposed; the gates still decide.
+val or test) and turns the most frequent ones into moves of the hinted setting the
+hinted way: for a number, the jump halfway to its bound first and the step once the
+jump is tried (a signal says which way, not how far); for a bool or an enum, the
+named move. It stays inside the registry: only the incumbent's untried candidate
+moves are proposed; the gates still decide.
 """
 
 from __future__ import annotations
@@ -115,10 +117,12 @@ class ReflectProposer(Proposer):
     """Maps the incumbent's failure signals through ``registry.hints`` to moves.
 
     Signals are taken most frequent first (ties by name, so the order does not
-    depend on attempt order); within a signal, its hints in registry order. A move
-    is skipped when the setting is at its bound, when it is not in ``view.untried``
-    (tried already), or when an earlier signal proposed it. Signals without a hint
-    are ignored. Stateless: :meth:`observe` does nothing.
+    depend on attempt order); within a signal, its hints in registry order. A numeric
+    hint gives :func:`hinted_jump` and, once that is tried, :func:`hinted_move` (the
+    other way round when ``view.hint_jumps`` is false: a run journaled before the jump
+    led). A move is skipped when the setting is at its bound, when it is not in
+    ``view.untried`` (tried already), or when an earlier signal proposed it. Signals
+    without a hint are ignored. Stateless: :meth:`observe` does nothing.
     """
 
     name: str = "reflect"
@@ -133,10 +137,13 @@ class ReflectProposer(Proposer):
         chosen: set[Move] = set()
         for signal, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             for target, direction in view.registry.hints.get(signal, {}).items():
-                # The step first; once it is tried, the jump the same way.
-                move = hinted_move(view.registry, view.incumbent, target, direction)
+                # The jump first, the step once it is tried (the step first in a run
+                # journaled before: view.hint_jumps false).
+                first, then = ((hinted_jump, hinted_move) if view.hint_jumps
+                               else (hinted_move, hinted_jump))
+                move = first(view.registry, view.incumbent, target, direction)
                 if move is None or move not in view.untried:
-                    move = hinted_jump(view.registry, view.incumbent, target, direction)
+                    move = then(view.registry, view.incumbent, target, direction)
                 if move is None or move not in view.untried or move in chosen:
                     continue
                 chosen.add(move)

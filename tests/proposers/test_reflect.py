@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from proposer_helpers import assert_legal, attempt, key, make_registry, view
 
-from forge.moves import Move, neighbourhood
+from forge.moves import Move, candidate_moves, neighbourhood
 from forge.proposers import Proposer, ReflectProposer
 from forge.proposers.reflect import count_signals, hinted_move
 from forge.registry import Registry
@@ -41,7 +41,7 @@ def moves_of(proposals: list[Any]) -> list[tuple[str, Any, Any]]:
 def test_signals_map_through_hints_most_frequent_first(registry: Registry) -> None:
     attempts = ([attempt("iteration_cap_hit")] * 3 + [attempt("format_error")]
                 + [attempt("no_hint_for_this")] * 6)
-    v = view(registry, attempts=attempts)
+    v = view(registry, attempts=attempts, hint_jumps=False)
     proposals = ReflectProposer().propose(v, 10)
     assert moves_of(proposals) == [("max_iterations", 2, 3), ("strict", False, True)]
     assert proposals[0].proposer == "reflect"
@@ -53,7 +53,7 @@ def test_signals_map_through_hints_most_frequent_first(registry: Registry) -> No
 
 def test_directions_per_setting_type(registry: Registry) -> None:
     attempts = [attempt("context_overflow", "retrieval_miss")] * 2
-    v = view(registry, attempts=attempts)
+    v = view(registry, attempts=attempts, hint_jumps=False)
     proposals = ReflectProposer().propose(v, 10)
     # One signal per attempt twice: a tie, broken by signal name.
     assert moves_of(proposals) == [("search_width", 4, 2),      # log scale: halve
@@ -108,7 +108,8 @@ def test_a_signal_counts_once_per_attempt() -> None:
 
 def test_the_same_move_from_two_signals_is_proposed_once(registry: Registry) -> None:
     attempts = [attempt("iteration_cap_hit", "loop_detected")] * 2 + [attempt("loop_detected")]
-    proposals = ReflectProposer().propose(view(registry, attempts=attempts), 10)
+    proposals = ReflectProposer().propose(view(registry, attempts=attempts, hint_jumps=False),
+                                          10)
     assert moves_of(proposals) == [("max_iterations", 2, 3)]
     assert "loop_detected in 3 of 3" in proposals[0].reason  # the stronger signal names it
 
@@ -117,11 +118,40 @@ def test_n_limits_and_no_signals_or_no_hints_give_nothing(registry: Registry) ->
     attempts = [attempt("iteration_cap_hit")] * 3 + [attempt("format_error")] * 2
     reflect = ReflectProposer()
     assert moves_of(reflect.propose(view(registry, attempts=attempts), 1)) == [
-        ("max_iterations", 2, 3)]
+        ("max_iterations", 2, 5)]
     assert reflect.propose(view(registry, attempts=attempts), 0) == []
     assert reflect.propose(view(registry, attempts=[attempt(), attempt()]), 5) == []
     no_hints = make_registry(SETTINGS)
     assert reflect.propose(view(no_hints, attempts=attempts), 5) == []
+
+
+def test_a_hint_leads_with_the_jump_halfway_to_the_bound_then_the_step(
+        registry: Registry) -> None:
+    # A signal says which way to move, not how far: the jump halfway to the bound comes
+    # first (a step is often too small to screen through), the step once it is tried.
+    attempts = [attempt("iteration_cap_hit")] * 3 + [attempt("context_overflow")] * 2
+    v = view(registry, attempts=attempts)
+    proposals = ReflectProposer().propose(v, 10)
+    assert moves_of(proposals) == [("max_iterations", 2, 5),   # 2 .. 8: halfway is 5
+                                   ("search_width", 4, 1),     # log 4 .. 1: 2 is the step
+                                   ("temperature", 0.7, 0.3)]  # 0.7 .. 0: the grid's 0.3
+    assert "(hint: up)" in proposals[0].reason
+    assert_legal(registry, v, proposals)
+    # The jump tried against this incumbent: the step the same way.
+    tried = {p.move for p in proposals}
+    v = view(registry, attempts=attempts,
+             untried=[m for m in candidate_moves(registry, registry.defaults())
+                      if m not in tried])
+    assert moves_of(ReflectProposer().propose(v, 10)) == [
+        ("max_iterations", 2, 3), ("search_width", 4, 2), ("temperature", 0.7, 0.6)]
+    # A run journaled before this leads with the step, and then jumps.
+    old = ReflectProposer().propose(view(registry, attempts=attempts, hint_jumps=False), 10)
+    assert moves_of(old) == [("max_iterations", 2, 3), ("search_width", 4, 2),
+                             ("temperature", 0.7, 0.6)]
+    # An enum or a bool has no jump: its hint names the move either way.
+    enum = [attempt("retrieval_miss", "format_error")]
+    assert moves_of(ReflectProposer().propose(view(registry, attempts=enum), 10)) == [
+        ("strict", False, True), ("retrieval", "bm25", "hybrid")]
 
 
 def test_hinted_move_follows_the_setting_neighbours(registry: Registry) -> None:
