@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import COIN_HARNESS, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
@@ -184,33 +185,21 @@ def test_a_step_screens_every_other_choice_of_an_enum_it_covers(tmp_path: Path) 
     assert one.final_config["pick"] == "a"
 
 
-def test_a_run_journaled_before_enum_choices_resumes_screening_one_choice() -> None:
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
-                            concurrency=1, timeout_s=1.0)
-    new = options.journal_form(proposer="sweep", proposer_info=None, first_moves=[])
-    assert new.enum_choices is True
-    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                     if k != "enum_choices"})
-    assert "enum_choices" not in old.model_dump(mode="json")
-    assert SearchOptions.from_journal(old, seed=1, concurrency=1,
-                                      timeout_s=1.0).enum_choices is False
-    assert SearchOptions.from_journal(new, seed=1, concurrency=1,
-                                      timeout_s=1.0).enum_choices is True
-
-
-
-def test_a_run_journaled_before_hint_jumps_resumes_following_hints_step_first() -> None:
+@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps"])
+def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
+    # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
+    # step before its jump. Either way the replay of an old journal does not diverge.
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
                             concurrency=1, timeout_s=1.0)
     new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
-    assert new.hint_jumps is True
+    assert getattr(new, field) is True
     old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                     if k != "hint_jumps"})
-    assert "hint_jumps" not in old.model_dump(mode="json")
-    assert SearchOptions.from_journal(old, seed=1, concurrency=1,
-                                      timeout_s=1.0).hint_jumps is False
-    assert SearchOptions.from_journal(new, seed=1, concurrency=1,
-                                      timeout_s=1.0).hint_jumps is True
+                                     if k != field})
+    assert field not in old.model_dump(mode="json")
+    resumed = SearchOptions.from_journal(old, seed=1, concurrency=1, timeout_s=1.0)
+    assert getattr(resumed, field) is False
+    assert getattr(SearchOptions.from_journal(new, seed=1, concurrency=1, timeout_s=1.0),
+                   field) is True
 
 
 # -- near values -------------------------------------------------------------------------------
