@@ -24,7 +24,7 @@ from conftest import COIN_HARNESS, search_tasks, write_search_bench
 from forge.bench import BudgetSettings, load_bench
 from forge.journal import RunOptions
 from forge.moves import Move
-from forge.proposers import Proposal, Proposer, SearchView, SweepProposer
+from forge.proposers import Proposal, Proposer, ReflectProposer, SearchView, SweepProposer
 from forge.registry import Config
 from forge.search import Search, SearchOptions, SearchOutcome
 
@@ -183,6 +183,42 @@ def test_a_step_screens_every_other_choice_of_an_enum_it_covers(tmp_path: Path) 
     one = search(path, tmp_path / "one", PickB(), max_steps=1, enum_choices=False)
     assert [r["move"]["after"] for r in step_one(one)] == ["b"]
     assert one.final_config["pick"] == "a"
+
+
+HINT_REGISTRY = """\
+name: hinted
+settings:
+  tries: {type: int, min: 1, max: 9, step: 1, default: 1}
+hints:
+  gave_up: {tries: up}
+"""
+
+#: Every attempt says it gave up; more tries help, most at 5 and above.
+GAVE_UP = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.85 if config["tries"] >= 5 else 0.3
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong", "signals": ["gave_up"]}
+"""
+
+
+def test_a_search_follows_a_hint_with_its_jump_first_and_an_old_run_with_its_step(
+        tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", GAVE_UP, registry=HINT_REGISTRY, k=K,
+                              tasks=search_tasks(40, 30, 2))
+    jumped = step_one(search(path, tmp_path / "jump", ReflectProposer(), max_steps=1))
+    # tries 1 .. 9: the jump halfway is 5, proposed by reflection and promoted.
+    first = jumped[0]
+    assert (first["move"]["after"], first["proposer"], first["move_kind"]) == (
+        5, "reflect", "jump")
+    assert [r["move"]["after"] for r in jumped if r["verdict"] == "promoted"] == [5]
+    # A run journaled before hint_jumps replays with the step first.
+    stepped = step_one(search(path, tmp_path / "step", ReflectProposer(), max_steps=1,
+                              hint_jumps=False))
+    first = stepped[0]
+    assert (first["move"]["after"], first["proposer"], first["move_kind"]) == (
+        2, "reflect", "step")
 
 
 @pytest.mark.parametrize("field", ["enum_choices", "hint_jumps"])
