@@ -9,8 +9,12 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
 
 - ``dev``: improvement over the incumbent beyond ``min_effect``, at the level
   ``alpha_j`` the search spends on its j-th confirmation since the last promotion;
+  with ``pooled``, on the dev and the val confirmation tasks together (val's chunks
+  interleaved with dev's while it is open): the val attempts are as fresh as dev's,
+  and on triage a +0.05 move reads p = 0.007 on 110 dev tasks whatever the attempts
+  a task (the spread is between tasks), so only more tasks add power;
 - ``val``: non-inferiority against the incumbent (lower bound above ``-val_margin``),
-  opened once ``dev`` has passed, at ``alpha``;
+  opened once ``dev`` has passed (pooled: as soon as val data come in), at ``alpha``;
 - ``aux:<metric>``: the regression against the *start* config (the one deployed) within
   its tolerance, on every confirmation task (dev and val), at ``alpha / M`` for M
   metrics: anchored at the start, so tolerances cannot add up across promotions;
@@ -125,7 +129,7 @@ class Confirmation:
                  candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
                  budget_left: Callable[[], int | None], slack: int,
-                 fresh: range | None = None) -> None:
+                 fresh: range | None = None, pooled: bool = False) -> None:
         self.rollouts = rollouts
         self.bench = bench
         self.inc, self.start, self.cand = incumbent, start, candidate
@@ -147,7 +151,10 @@ class Confirmation:
                           for i in range(0, len(screened), look_tasks)]
         self.val_plan = [(list(val_order[i:i + val_look_tasks]), base)
                          for i in range(0, len(val_order), val_look_tasks)]
-        self.dev = _Gate("dev", level, len(dev_order))
+        # Pooled, the improvement test pairs val's tasks too: val never selects either.
+        self.pooled = pooled and bool(val_order)
+        self.dev = _Gate("dev", level,
+                         len(dev_order) + (len(val_order) if self.pooled else 0))
         self.val = _Gate("val", gates.alpha, len(val_order)) if val_order else None
         # The tolerances are checked on every confirmation task, dev and val alike: a
         # metric of rare events needs all the paired tasks there are (measured in
@@ -172,7 +179,7 @@ class Confirmation:
         gate is open, and the start while an auxiliary gate is open."""
         wanted = [self.cand]
         if (split == "dev" and self.dev.open) or (split == "val" and self.val is not None and (
-                self.val.open or self.gates.task_floors)):
+                self.val.open or self.gates.task_floors or (self.pooled and self.dev.open))):
             # Floors compare the candidate with the incumbent on every task checked.
             wanted.append(self.inc)
         if (any(g.open for g in self.aux.values())
@@ -201,15 +208,19 @@ class Confirmation:
     # -- gates -----------------------------------------------------------------------
 
     def _test_dev(self) -> None:
-        deltas = list(score_deltas(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
-                      .values())
+        inc, cand = self._get(self.inc, "dev"), self._get(self.cand, "dev")
+        if self.pooled:
+            # Task ids are unique across splits (the bench refuses anything else).
+            inc, cand = inc.merged(self._get(self.inc, "val")), cand.merged(
+                self._get(self.cand, "val"))
+        deltas = list(score_deltas(inc, cand).values())
         nominal = self.dev.look(len(deltas))
         if nominal is None:
             return
         t = paired_test(deltas, alpha=nominal, threshold=self.gates.min_effect)
         self.last_dev = t
-        where = (f"dev {_fmt(t.effect)} (bounds {_fmt(t.ci_low)}..{_fmt(t.ci_high)}, {t.n} "
-                 f"tasks, look {len(self.dev.fractions)})")
+        where = (f"{self._dev_label} {_fmt(t.effect)} (bounds {_fmt(t.ci_low)}.."
+                 f"{_fmt(t.ci_high)}, {t.n} tasks, look {len(self.dev.fractions)})")
         info: dict[str, float | int | str | None] = {**t.as_dict(), "nominal": nominal}
         if self.dev.undecidable(t):
             return
@@ -219,6 +230,10 @@ class Confirmation:
         elif hopeless(t, self.dev.fractions[-1], self.gates.min_effect, self.dev.level):
             self.dev.decide(False, f"{where}: cannot plausibly improve (futility), "
                                    f"p={t.p_value:.3g}", **info)
+
+    @property
+    def _dev_label(self) -> str:
+        return "dev+val" if self.pooled else "dev"
 
     def _test_val(self) -> None:
         assert self.val is not None
@@ -299,8 +314,15 @@ class Confirmation:
     def run(self) -> ConfirmOutcome:
         dev_i = val_i = 0
         while not self._failed() and not self._all_passed():
-            if (self.dev.open and dev_i >= 1 and val_i == 0 and self.val is not None
-                    and self.val_plan):
+            if self.pooled and self.dev.open and val_i < len(self.val_plan) and (
+                    dev_i >= len(self.dev_plan)
+                    or val_i * len(self.dev_plan) < dev_i * len(self.val_plan)):
+                # Pooled: val's chunks keep pace with dev's, so each look of the
+                # improvement test adds tasks of both splits in their proportion.
+                split, (tasks, attempts) = "val", self.val_plan[val_i]
+                val_i += 1
+            elif (not self.pooled and self.dev.open and dev_i >= 1 and val_i == 0
+                    and self.val is not None and self.val_plan):
                 # One val chunk early: a dev-only win shows there, before the rest of the
                 # dev chunks are spent on it (a candidate that passes needs it anyway).
                 split, (tasks, attempts) = "val", self.val_plan[0]
@@ -333,10 +355,10 @@ class Confirmation:
         """Data ran out: open gates fail as not shown; val not opened stays not run."""
         if self.dev.open:
             t = self.last_dev
-            self.dev.decide(False, "dev: no significant improvement on the confirmation "
-                                   "tasks" + (f" (dev {_fmt(t.effect)}, p={t.p_value:.3g}, "
-                                              f"{t.n} tasks)" if t else ""),
-                            **(t.as_dict() if t else {}))
+            label = self._dev_label
+            shown = f" ({label} {_fmt(t.effect)}, p={t.p_value:.3g}, {t.n} tasks)" if t else ""
+            self.dev.decide(False, f"{label}: no significant improvement on the confirmation "
+                                   f"tasks{shown}", **(t.as_dict() if t else {}))
             return
         if self.val is not None and self.val.open:
             t = self.last_val

@@ -79,6 +79,8 @@ class RunOptions(BaseModel):
     enum_choices: bool | None = None
     #: And whether a hint leads with its jump (absent: with its step, as before).
     hint_jumps: bool | None = None
+    #: And whether the improvement gate pairs the val tasks too (absent: dev's alone).
+    pooled_improvement: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -92,7 +94,7 @@ class RunOptions(BaseModel):
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
-                    "enum_choices", "hint_jumps"):
+                    "enum_choices", "hint_jumps", "pooled_improvement"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

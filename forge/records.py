@@ -168,6 +168,9 @@ class ConfirmBlock(PairedStats):
     stream: str
     looks: int | None = None
     nominal: Number | None = None
+    #: The splits whose tasks the test pairs: ["dev", "val"] when it pools them
+    #: (``pooled_improvement``); absent: dev's alone, as before.
+    splits: list[str] | None = None
 
     @classmethod
     def of(cls, test: PairedTest, *, level: float, index: int, stream: str,

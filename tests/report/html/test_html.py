@@ -404,7 +404,7 @@ def run(config, task, ctx):
     dev = task.id.startswith("dev")
     p = 0.5 + (0.3 if config["boost"] else 0.0)
     if config["knob"] == 3:  # a dev-only gain: val must refuse it
-        p += 0.4 if dev else -0.3
+        p += 0.4 if dev else -0.05
     if config["knob"] == 1:  # a real gain at three times the cost: the tolerance refuses it
         p += 0.3
     ok = random.Random(ctx.seed).random() < min(p, 0.95)
