@@ -313,7 +313,8 @@ def test_a_dev_win_that_loses_on_val_is_refused_by_the_val_gate(
     # looks, whatever the improvement gate had decided by then.
     assert record["val"]["looks"] <= 2 and record["looks"] <= 4
     assert record["dev"]["confirm"]["splits"] == ["dev", "val"]
-    assert record["dev"]["confirm"]["effect"] > 0.15
+    # Clearly better on dev's own tasks (the pooled test's effect is diluted by val's).
+    assert record["dev"]["after"] - record["dev"]["before"] > 0.15
     reason = gates(record)["val"]["reason"]
     assert reason.startswith("val -") and "margin" in reason
     assert record["val"]["after"] < record["val"]["before"]
@@ -522,7 +523,8 @@ def test_stop_reasons_are_journaled(bench_factory: Callable[..., Path], tmp_path
     cases: list[tuple[Path, dict[str, Any], str, int]] = [
              (boost, {"max_steps": 1}, "max_steps", 1),
              (noise, {"patience": 1}, "patience", 1),
-             (boost, {"budget_rollouts": 300}, "budget_rollouts", 1),
+             # Step 1's promotion leaves some of the 300 for step 2, which the budget cuts.
+             (boost, {"budget_rollouts": 300}, "budget_rollouts", 2),
              (boost, {}, "local_optimum", 3)]
     for i, (bench, options, reason, steps) in enumerate(cases):
         outcome = launch_search(bench, journals=tmp_path / "journals", run_id=f"stop{i}",

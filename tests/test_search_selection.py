@@ -221,10 +221,11 @@ def test_a_search_follows_a_hint_with_its_jump_first_and_an_old_run_with_its_ste
         2, "reflect", "step")
 
 
-@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps"])
+@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement"])
 def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
     # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
-    # step before its jump. Either way the replay of an old journal does not diverge.
+    # step before its jump; pooled_improvement absent: the improvement gate on dev's
+    # tasks alone. Either way the replay of an old journal does not diverge.
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
                             concurrency=1, timeout_s=1.0)
     new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
