@@ -242,7 +242,9 @@ def test_cancelling_stops_the_workers_and_ends_attempts_cancelled(make_bench: Ma
     from forge.evaluate import evaluate_async
     from forge.rollout import RolloutEngine
 
-    bench = load_bench(make_bench(SLOW_HARNESS, rollouts={"k": 4}))
+    # 4 tasks x k 20 x 0.2 s on 2 workers is 8 s of work, so the cancel at 1.5 s lands
+    # mid-run on a fast machine too (with k 4, 1.6 s: one finished before the cancel).
+    bench = load_bench(make_bench(SLOW_HARNESS, rollouts={"k": 20}))
     engines: list[RolloutEngine] = []
 
     async def main() -> Any:
