@@ -81,6 +81,8 @@ class RunOptions(BaseModel):
     hint_jumps: bool | None = None
     #: And whether the improvement gate pairs the val tasks too (absent: dev's alone).
     pooled_improvement: bool | None = None
+    #: And how many attempts a test task gets at the end (absent: k).
+    test_k: int | None = Field(default=None, ge=1, le=MAX_K)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -94,7 +96,7 @@ class RunOptions(BaseModel):
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
-                    "enum_choices", "hint_jumps", "pooled_improvement"):
+                    "enum_choices", "hint_jumps", "pooled_improvement", "test_k"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -383,6 +383,8 @@ class TestRecord(JournalRecordBase, _Delta):
     kind: Literal["test"] = "test"
     confidence: Number
     n_tasks: int
+    #: Attempts a test task, each config (absent from a journal before ``test_k``: k).
+    k: int | None = None
     p_value_two_sided: Number
     aux: list[AuxCheck] = Field(default_factory=list)
 

@@ -131,10 +131,21 @@ class SearchOptions:
     # triage at 20k (10 seeds): 0.820 against 0.806; power on the effect bench (40
     # seeds) 93% against 90% (benchmarks/quality.py, benchmarks/gates.py).
     pooled_improvement: bool = True
+    # Attempts a test task at the end (never fewer than k): the end check's bound is
+    # over the test tasks, from their attempts' noise, so more attempts sharpen it where
+    # more tasks are not to be had (the quickstart's harmful actions against +0.01:
+    # the bound over tasks like them +0.0146 at 5 attempts, over these tasks +0.0071
+    # at 20; benchmarks/end_check.py). 3,300 rollouts more on triage.
+    test_k: int = 20
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
+
+    @property
+    def test_attempts(self) -> int:
+        """Attempts a test task at the end: ``test_k``, never fewer than ``k``."""
+        return max(self.k, self.test_k)
 
     def journal_form(self, *, proposer: str, proposer_info: dict[str, Any] | None,
                      first_moves: list[Move]) -> RunOptions:
@@ -148,7 +159,7 @@ class SearchOptions:
                           near_copy_records=self.near_copy_records,
                           enum_choices=self.enum_choices, hint_jumps=self.hint_jumps,
                           pooled_improvement=self.pooled_improvement,
-                          executor=self.executor,
+                          test_k=self.test_k, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -172,7 +183,8 @@ class SearchOptions:
                    near_copy_records=bool(o.near_copy_records),
                    enum_choices=bool(o.enum_choices), hint_jumps=bool(o.hint_jumps),
                    pooled_improvement=bool(o.pooled_improvement),
-                   executor=executor or o.executor)
+                   # And before the test split had attempts of its own: k of them.
+                   test_k=o.test_k or o.k, executor=executor or o.executor)
 
 
 @dataclass(frozen=True)
@@ -292,7 +304,7 @@ class Search:
         # What a live view shows between two records; kept whether or not one watches.
         self.progress = progress if progress is not None else SearchProgress()
         self.progress.budget_rollouts = options.budget.rollouts
-        self.progress.test_rollouts = (2 * options.k * len(bench.tasks("test"))
+        self.progress.test_rollouts = (2 * options.test_attempts * len(bench.tasks("test"))
                                        if options.run_test and "test" in bench.splits else 0)
 
     # -- plumbing -----------------------------------------------------------------------
@@ -731,7 +743,7 @@ class Search:
         if self.options.run_test and "test" in self.bench.splits:
             # The test split is opened here, once, after every decision is made.
             tasks = self.bench.tasks("test")
-            k = range(self.options.k)
+            k = range(self.options.test_attempts)
             start_test = self.rollouts.get(self.start, "test", "test", tasks, k)
             final_test = self.rollouts.get(final, "test", "test", tasks, k)
             test = self._block(start_test, final_test)
@@ -741,7 +753,7 @@ class Search:
             aux = [tolerance_check(name, spec, start_test, final_test, alpha=self.alpha)
                    for name, spec in self.bench.spec.metrics.items()]
             self._emit(TestRecord.model_validate(
-                {**test.as_json(), "confidence": 0.95, "n_tasks": t.n,
+                {**test.as_json(), "confidence": 0.95, "n_tasks": t.n, "k": len(k),
                  "p_value_two_sided": _two_sided(t),
                  "aux": [AuxCheck.of_result(g) for g in aux]}))
         end = self._emit(EndRecord(

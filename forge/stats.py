@@ -9,8 +9,8 @@ from statistics import NormalDist
 
 from scipy import stats as _st
 
-__all__ = ["Interval", "PairedTest", "drop_lower_bound", "mean_interval", "paired_test",
-           "spent_alpha", "wilson_interval"]
+__all__ = ["FixedTasksBound", "Interval", "PairedTest", "drop_lower_bound", "fixed_tasks_bound",
+           "mean_interval", "paired_test", "spent_alpha", "wilson_interval"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,60 @@ def paired_test(deltas: Sequence[float], *, alpha: float, threshold: float = 0.0
         p = float(_st.t.sf(t, n - 1))
     return PairedTest(mean, _bound(mean, sd, n, 1 - alpha, upper=False),
                       _bound(mean, sd, n, 1 - alpha, upper=True), p, n, sd, alpha, threshold)
+
+
+@dataclass(frozen=True)
+class FixedTasksBound:
+    """A one-sided upper bound of the mean paired difference over a fixed set of tasks,
+    from the noise of their attempts alone (:func:`fixed_tasks_bound`)."""
+
+    effect: float
+    bound: float
+    df: float
+    n_tasks: int
+    n_pairs: int
+
+
+def fixed_tasks_bound(diffs: Sequence[Sequence[float]], *, alpha: float
+                      ) -> FixedTasksBound | None:
+    """Upper ``1 - alpha`` bound of the mean over *these* tasks of each task's expected
+    paired difference (``diffs``: per task, candidate minus start on each shared seed).
+
+    Unlike :func:`paired_test`, which generalises over tasks like these (its spread is
+    the spread between tasks), this one holds the tasks fixed: its uncertainty is the
+    variance of each task's paired attempts, ``sum(s_t^2 / k_t) / n^2``, with
+    Satterthwaite's degrees of freedom capped at the number of tasks whose attempts
+    differ less one, so that a spread found in a few tasks (a rare event) widens the t
+    quantile. A task with one pair gets the largest per-attempt
+    variance seen; with no task of two pairs nothing is known (None).
+    """
+    tasks = [list(d) for d in diffs if len(d) > 0]
+    n = len(tasks)
+    observed = [(len(d), _sample_var(d)) for d in tasks if len(d) > 1]
+    if not observed:
+        return None
+    widest = max(v for _, v in observed)
+    means = [math.fsum(d) / len(d) for d in tasks]
+    parts = [(_sample_var(d) / len(d), len(d) - 1) if len(d) > 1 else (widest, 1)
+             for d in tasks]
+    var = math.fsum(v for v, _ in parts)
+    effect = math.fsum(means) / n
+    if var == 0:
+        return FixedTasksBound(effect, effect, math.inf, n, sum(len(d) for d in tasks))
+    # Satterthwaite's estimate runs high when a few tasks carry all the variance (a rare
+    # event): no more degrees of freedom than tasks whose attempts differ, less one.
+    # On simulated rare events at k 20 this takes the bound's miss rate from 5.9-12% to
+    # 0.1-2.6% (tests/test_stats.py); where many tasks differ it changes nothing.
+    varied = sum(1 for v, _ in parts if v > 0)
+    df = min(var ** 2 / math.fsum(v * v / dof for v, dof in parts if v > 0),
+             max(varied - 1, 1))
+    bound = effect + float(_st.t.ppf(1 - alpha, df)) * math.sqrt(var) / n
+    return FixedTasksBound(effect, bound, df, n, sum(len(d) for d in tasks))
+
+
+def _sample_var(values: Sequence[float]) -> float:
+    mean = math.fsum(values) / len(values)
+    return math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
 def spent_alpha(index: int, alpha: float) -> float:

@@ -176,6 +176,42 @@ def test_tolerance_check_beyond_when_the_estimate_is_past_the_allowance() -> Non
     assert rise.details["status"] == "within"
 
 
+def _harm(start: dict[int, int], final: dict[int, int], *, tasks: int = 100, k: int = 20
+          ) -> tuple[TaskAttempts, TaskAttempts]:
+    """Each config harms on the first ``n[t]`` of task t's k seeds (none elsewhere)."""
+    def config(n: dict[int, int]) -> TaskAttempts:
+        return TaskAttempts({f"t{i}": [att(f"t{i}", j, 1.0, harmful=float(j < n.get(i, 0)))
+                                       for j in range(k)] for i in range(tasks)})
+    return config(start), config(final)
+
+
+def test_the_end_check_bounds_a_rare_event_over_the_test_tasks_it_ran() -> None:
+    # The start harms on 6 of 20 seeds in three tasks, the final config in four others:
+    # +0.003 against +0.01. Over tasks like these the t-bound cannot show it (seven
+    # tasks of 100 carry it all, three one way, four the other); over these tasks, from
+    # their 2,000 paired attempts, it can.
+    spec = MetricSpec(direction="lower", max_increase=0.01)
+    start, final = _harm(dict.fromkeys(range(3), 6), dict.fromkeys(range(3, 7), 6))
+    check = tolerance_check("harmful", spec, start, final, alpha=0.05)
+    d = check.details
+    assert d["status"] == "within" and check.passed
+    assert isinstance(d["bound"], float) and isinstance(d["bound_new_tasks"], float)
+    assert d["bound"] <= 0.01 < d["bound_new_tasks"]
+    assert (d["pairs"], d["n_tasks"]) == (2000, 100)
+    assert check.reason.startswith("harmful +0.003 (upper bound of regression +0.008")
+    assert " on these 100 tasks, +0.016" in check.reason and "on tasks like them" in check.reason
+    # One task carrying all of it is not shown within: its variance has one degree of
+    # freedom (the t quantile at 95% is 6.3).
+    one = tolerance_check("harmful", spec, *_harm({}, {0: 12}), alpha=0.05)
+    assert one.details["status"] == "unclear"
+
+
+def test_the_end_check_with_one_attempt_a_task_falls_back_on_the_bound_over_tasks() -> None:
+    start, final = _costs([1.4, 0.62, 1.4, 0.62, 1.4, 0.68])
+    check = tolerance_check("cost", COST, start, final, alpha=0.05)
+    assert "bound_new_tasks" not in check.details and "on these" not in check.reason
+
+
 def test_tolerance_check_of_a_metric_one_side_lacks_is_absent_and_passes() -> None:
     tasks = {"t": [1.0]}
     check = tolerance_check("cost", COST, by_task(tasks), by_task(tasks, cost=[3.0]),

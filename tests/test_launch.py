@@ -132,9 +132,11 @@ def test_resume_runs_with_the_options_the_run_was_started_with(bench: Path,
     assert resumed.steps == 1 and resumed.stop_reason == whole.stop_reason
     assert {r["proposer"] for r in resumed.records if r["kind"] == "candidate"} == {"sweep"}
     # k 2, not the bench's 4: attempt block 0 is attempts 0 and 1, a confirmation's
-    # fresh block 2 and 3 (with k 4 they would be 0-3 and 4-7).
-    attempts = {c["attempt"] for c in read_calls(bench)}
+    # fresh block 2 and 3 (with k 4 they would be 0-3 and 4-7). The test split, after
+    # the search, runs its own 20 a task (test_k).
+    attempts = {c["attempt"] for c in read_calls(bench) if c["split"] != "test"}
     assert {0, 1} <= attempts <= {0, 1, 2, 3}
+    assert {c["attempt"] for c in read_calls(bench) if c["split"] == "test"} == set(range(20))
 
 
 @pytest.mark.parametrize(("edit", "field", "words"), [
@@ -200,6 +202,8 @@ def test_k_beyond_the_bound_is_refused_before_the_run_folder_exists(
     (lambda o: {**o, "k": 10**9}, "options.k"),
     (lambda o: {**o, "concurrency": 10**9}, "options.concurrency"),
     (lambda o: {**o, "futility_level": "-Infinity"}, None),
+    (lambda o: {**o, "test_k": 0}, "options.test_k"),
+    (lambda o: {**o, "test_k": "many"}, "options.test_k"),
 ])
 def test_a_resume_refuses_a_run_json_beyond_the_bounds(
         bench: Path, tmp_path: Path, change: Any, field: str | None,

@@ -239,6 +239,18 @@ def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None
                    field) is True
 
 
+def test_a_run_journaled_before_test_k_runs_its_test_split_at_k() -> None:
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
+                            concurrency=1, timeout_s=1.0)
+    new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
+    assert new.test_k == 20
+    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                     if k != "test_k"})
+    assert "test_k" not in old.model_dump(mode="json")
+    assert SearchOptions.from_journal(old, seed=1, concurrency=1, timeout_s=1.0).test_k == K
+    assert SearchOptions.from_journal(new, seed=1, concurrency=1, timeout_s=1.0).test_k == 20
+
+
 # -- near values -------------------------------------------------------------------------------
 
 WIDE_REGISTRY = """\

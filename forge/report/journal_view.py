@@ -91,7 +91,8 @@ def _test_row(run: RunRecords) -> Text:
                "not yet: the test split is evaluated once, after the search stops")
         return Text(why, style="dim")
     text = Text(f"{_f(t.start, '.3f')} → {_f(t.final, '.3f')}, Δ {_f(t.delta)} "
-                f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, {t.n_tasks} tasks, "
+                f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, {t.n_tasks} tasks"
+                f"{'' if t.k is None else f' × {t.k} attempts'}, "
                 f"two-sided p={t.p_value_two_sided:.3g})")
     for gate in t.aux:
         # Version 2 grades the check (within / unclear / beyond); version 1 passed or not.

@@ -65,7 +65,8 @@ class SearchView:
         elif isinstance(record, TestRecord):
             self._line(f"[bold]test[/] {_f(record.start, '.3f')} -> {_f(record.final, '.3f')}, "
                        f"Δ {_f(record.delta)} (95% CI {_f(record.ci_low)} .. "
-                       f"{_f(record.ci_high)})")
+                       f"{_f(record.ci_high)}) · {record.n_tasks} tasks"
+                       + ("" if record.k is None else f" × {record.k} attempts"))
             for gate in record.aux:
                 status = gate.details.get("status")
                 mark = _TOLERANCE_MARK.get(str(status), "[green]within[/]" if gate.passed

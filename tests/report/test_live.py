@@ -185,7 +185,8 @@ def test_forge_search_on_a_terminal_draws_every_phase(bench: Path, tmp_path: Pat
                   "step 1 · screening move 1 of 2: ",
                   "step 1 · confirming move ",
                   "· dev look 1", "· val look 1 (dev ",
-                  "test split: start and final config, once, 160 rollouts",  # 2 x 20 x k 4
+                  # 2 configs x 20 test tasks x test_k 20 (the search's k is 4)
+                  "test split: start and final config, once, 800 rollouts",
                   "finished\r\n"):
         assert phase in text, phase
     assert re.search(r"rollouts [\d,]+ of 20,000 \(\d+%\)", text)

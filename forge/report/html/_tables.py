@@ -56,11 +56,13 @@ def tolerance_table(test: TestRecord) -> str:
             '<table id="tolerance-table"><tr><th>metric</th><th>status</th>'
             "<th>regression against the start config</th><th>tasks</th></tr>"
             f'{"".join(rows)}</table><p class="caption">Each promotion was held to the '
-            "tolerances against its own incumbent, and regressions can add up over moves: "
-            "this is the check of the whole chain. <b>within</b>: the one-sided upper bound "
-            "of the regression is within the allowance; <b>unclear</b>: the estimate is, "
-            "the bound is not; <b>BEYOND</b>: the estimate is past the allowance "
-            "(<code>forge promote</code> refuses it unless told to accept it).</p>")
+            "tolerances against the start config on dev and val; this is the check of the "
+            "whole chain on the held-out test tasks. <b>within</b>: the one-sided upper "
+            "bound of the regression over these test tasks (from their paired attempts) is "
+            "within the allowance; <b>unclear</b>: the estimate is, the bound is not; "
+            "<b>BEYOND</b>: the estimate is past the allowance (<code>forge promote</code> "
+            "refuses it unless told to accept it). The bound over tasks like these is shown "
+            "beside it.</p>")
 
 
 def _stage(d: CandidateRecord) -> str:
