@@ -199,5 +199,5 @@ def test_over_fixed_tasks_the_bound_holds_a_rare_event_in_about_1_minus_alpha() 
         got = fixed_tasks_bound(diffs, alpha=0.05)
         assert got is not None
         misses += got.bound < truth
-    # 3.2% on this draw; with Satterthwaite's df uncapped, 6-7% (in simulations).
+    # 3.2% on these draws; with Satterthwaite's df uncapped, 7.0% on the same draws.
     assert 0.01 <= misses / runs <= 0.05
