@@ -46,6 +46,7 @@ from forge.bench import Bench, load_bench  # noqa: E402
 from forge.evaluate import evaluate  # noqa: E402
 from forge.gates import paired_regressions, regression_allowance, tolerance_check  # noqa: E402
 from forge.results import EvalResult, TaskAttempts  # noqa: E402
+from forge.stats import fixed_tasks_bound  # noqa: E402
 
 BENCH = ROOT / "benches" / "triage"
 ALPHA = 0.05
@@ -92,13 +93,11 @@ def truth(name: str, k: int) -> dict[str, dict[str, float]]:
     start, final = _run(None, k, TRUTH_SEED), _run(name, k, TRUTH_SEED)
     out: dict[str, dict[str, float]] = {}
     for metric, spec in bench.spec.metrics.items():
-        per_task = paired_regressions(spec, start, final, metric)
-        means = [math.fsum(d) / len(d) for d in per_task]
-        var = math.fsum(math.fsum((x - m) ** 2 for x in d) / (len(d) - 1) / len(d)
-                        for d, m in zip(per_task, means, strict=True))
-        before = math.fsum(start.metric_means(metric).values()) / len(start)
-        out[metric] = {"regression": math.fsum(means) / len(means),
-                       "se": math.sqrt(var) / len(means),
+        paired = fixed_tasks_bound(paired_regressions(spec, start, final, metric), alpha=ALPHA)
+        assert paired is not None  # k attempts a task, k >= 2
+        means = start.metric_means(metric)
+        before = math.fsum(means.values()) / len(means)
+        out[metric] = {"regression": paired.effect, "se": paired.se,
                        "allowed": regression_allowance(spec, before), "before": before}
     return out
 
@@ -158,7 +157,7 @@ def simulate(runs: int, ks: tuple[int, ...] = (5, 20)) -> list[dict[str, Any]]:
     functions: :func:`~forge.stats.fixed_tasks_bound`, :func:`~forge.stats.paired_test`)."""
     import random
 
-    from forge.stats import fixed_tasks_bound, paired_test
+    from forge.stats import paired_test
     rng = random.Random(20261202)
     rows = []
     for name, tasks in SIMULATED.items():

@@ -122,6 +122,7 @@ class FixedTasksBound:
 
     effect: float
     bound: float
+    se: float
     df: float
     n_tasks: int
     n_pairs: int
@@ -152,7 +153,7 @@ def fixed_tasks_bound(diffs: Sequence[Sequence[float]], *, alpha: float
     var = math.fsum(v for v, _ in parts)
     pairs = sum(len(d) for d in tasks)
     if var == 0:
-        return FixedTasksBound(effect, effect, math.inf, n, pairs)
+        return FixedTasksBound(effect, effect, 0.0, math.inf, n, pairs)
     # Satterthwaite's estimate runs high when a few tasks carry all the variance (a rare
     # event): no more degrees of freedom than tasks whose attempts differ, less one.
     # On benchmarks/end_check.py's simulated rare events at k 20 the bound then misses
@@ -160,8 +161,9 @@ def fixed_tasks_bound(diffs: Sequence[Sequence[float]], *, alpha: float
     varied = sum(1 for v, _ in parts if v > 0)
     df = min(var ** 2 / math.fsum(v * v / dof for v, dof in parts if v > 0),
              max(varied - 1, 1))
-    bound = effect + float(_st.t.ppf(1 - alpha, df)) * math.sqrt(var) / n
-    return FixedTasksBound(effect, bound, df, n, pairs)
+    se = math.sqrt(var) / n
+    return FixedTasksBound(effect, effect + float(_st.t.ppf(1 - alpha, df)) * se, se, df, n,
+                           pairs)
 
 
 def _sample_var(values: Sequence[float]) -> float:
