@@ -1,0 +1,178 @@
+"""Benchmark of the tolerance gates' error: how often is a move past a tolerance promoted?
+
+    python benchmarks/tolerance_edge.py     # 200 searches a case; writes
+                                             # benchmarks/results/tolerance-edge.{json,md}
+    python benchmarks/tolerance_edge.py --searches 40 --no-write   # a quick look
+
+The confirmation tests each auxiliary tolerance, group-sequentially over its looks,
+at ``alpha / M`` for M declared metrics. The promise: a move whose true regression of
+some metric is at or past its allowance is promoted in at most ``alpha`` (5%) of
+confirmations. A move is promoted only if every tolerance is shown, so ``alpha`` per
+metric would keep that promise too (an intersection-union test) *if* each metric's
+sequential test held its level; this benchmark measures how far it does: at the edge
+a test's error is its level, so the rate there is the number to read.
+
+Each case is a bench of 40 dev / 30 val tasks, K = 4, four declared metrics as on
+triage (cost +10% relative, two more relative, one absolute), and one setting,
+``boost``, that passes every task (so the dev and val gates always pass and only the
+tolerances stand between it and a promotion) and moves cost, and in one case a
+second metric, by a known amount with Gaussian noise per attempt. One single-step
+search per seed; reported: the share of searches that promote ``boost``, with its
+95% Wilson interval, against the truth of each case (error where a tolerance is at or
+past its edge, power where all are within).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from forge.bench import BudgetSettings, load_bench  # noqa: E402
+from forge.proposers import SweepProposer  # noqa: E402
+from forge.search import Search, SearchOptions  # noqa: E402
+
+ALPHA = 0.05
+METRICS = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True},
+           "wait_ms": {"direction": "lower", "max_increase": 0.25, "relative": True},
+           "harm": {"direction": "lower", "max_increase": 0.01},
+           "steps": {"direction": "lower", "max_increase": 0.25, "relative": True}}
+#: name -> (cost lift, wait_ms lift, per-attempt noise sd of both, what the truth is)
+CASES: dict[str, tuple[float, float, float, str]] = {
+    "cost at its edge (+10%)": (0.10, 0.0, 0.3, "edge"),
+    "cost and wait_ms both at their edges": (0.10, 0.25, 0.3, "edge"),
+    "cost past its edge (+12%)": (0.12, 0.0, 0.3, "past"),
+    "cost well within (+4%)": (0.04, 0.0, 0.3, "within"),
+}
+
+HARNESS = """
+import random
+
+COST, WAIT, SD = {cost}, {wait}, {sd}
+
+def run(config, task, ctx):
+    rng = random.Random(ctx.seed)
+    ok = config["boost"] or rng.random() < 0.5
+    cost, wait = 1.0, 1.0
+    if config["boost"]:
+        cost += COST + rng.gauss(0.0, SD)
+        wait += WAIT + (rng.gauss(0.0, SD) if WAIT else 0.0)
+    return {{"output": task.expected if ok else "wrong", "cost": cost,
+             "metrics": {{"wait_ms": 100.0 * wait, "harm": 0.0, "steps": 2.0}}}}
+"""
+
+
+def write_bench(root: Path, cost: float, wait: float, sd: float) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "registry.yaml").write_text(
+        "name: edge\nsettings:\n  boost: {type: bool, default: false}\n", encoding="utf-8")
+    (root / "harness.py").write_text(textwrap.dedent(
+        HARNESS.format(cost=cost, wait=wait, sd=sd)), encoding="utf-8")
+    (root / "tasks").mkdir(exist_ok=True)
+    for split, n in (("dev", 40), ("val", 30), ("test", 10)):
+        rows = [json.dumps({"id": f"{split}-{i:02d}", "input": {"q": f"{split} {i}"},
+                            "expected": f"{split} answer {i}"}) for i in range(n)]
+        (root / "tasks" / f"{split}.jsonl").write_text("\n".join(rows) + "\n",
+                                                       encoding="utf-8")
+    bench = root / "bench.yaml"
+    bench.write_text(
+        "name: edge\nharness: {python: \"harness:run\"}\nregistry: registry.yaml\n"
+        "splits: {dev: tasks/dev.jsonl, val: tasks/val.jsonl, test: tasks/test.jsonl}\n"
+        "rollouts: {k: 4, concurrency: 4, timeout_s: 10}\nscorer: exact\n"
+        f"metrics: {json.dumps(METRICS)}\n"
+        f"gates: {{alpha: {ALPHA}, min_effect: 0.0, val_margin: 0.02}}\n"
+        "search: {max_steps: 1, patience: 1}\n", encoding="utf-8")
+    return bench
+
+
+def one(args: tuple[str, int]) -> tuple[str, int, bool, list[str]]:
+    case, seed = args
+    logging.disable(logging.WARNING)
+    cost, wait, sd, _ = CASES[case]
+    with tempfile.TemporaryDirectory(prefix="forge-edge-") as tmp:
+        bench = load_bench(write_bench(Path(tmp) / "bench", cost, wait, sd))
+        folder = Path(tmp) / "run"
+        folder.mkdir()
+        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4,
+                                seed=seed, concurrency=4, timeout_s=10.0, run_test=False)
+        outcome = Search(bench, bench.defaults, SweepProposer(), options, run_id="edge",
+                         folder=folder).run()
+    [record] = [r for r in outcome.records
+                if r["kind"] == "candidate" and r["move"]["target"] == "boost"]
+    return (case, seed, record["verdict"] == "promoted",
+            [g["name"] for g in record["gates"] if not g["passed"]])
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def render(data: dict[str, Any]) -> str:
+    lines = [
+        "# Tolerance gates at their edge", "",
+        f"`{data['command']}` · {data['date']} · {data['searches']} searches a case · "
+        f"{data['wall_s']:.0f} s", "",
+        "Each tolerance is tested at alpha / M = 0.0125 (four metrics declared). "
+        "Target: promoted in at most 5% where a tolerance is at or past its edge.", "",
+        "| case | truth | promoted | 95% CI | refused by a tolerance | refused otherwise |",
+        "|---|---|---|---|---|---|"]
+    for row in data["rows"]:
+        lo, hi = row["ci"]
+        lines.append(f"| {row['case']} | {row['truth']} | {row['promoted']}/{row['n']} "
+                     f"({100 * row['rate']:.1f}%) | {100 * lo:.1f}–{100 * hi:.1f}% | "
+                     f"{row['refused_aux']} | {row['refused_other']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--searches", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    jobs = [(case, seed) for case in CASES for seed in range(args.searches)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(one, jobs, chunksize=4))
+    rows = []
+    for case, (_, _, _, truth) in CASES.items():
+        mine = [r for r in results if r[0] == case]
+        promoted = sum(r[2] for r in mine)
+        refused_aux = sum(1 for r in mine if not r[2] and r[3]
+                          and all(g.startswith("aux:") for g in r[3]))
+        rows.append({"case": case, "truth": truth, "n": len(mine), "promoted": promoted,
+                     "rate": promoted / len(mine), "ci": wilson(promoted, len(mine)),
+                     "refused_aux": refused_aux,
+                     "refused_other": len(mine) - promoted - refused_aux})
+    command = "python benchmarks/tolerance_edge.py" + (
+        f" --searches {args.searches}" if args.searches != 200 else "")
+    data = {"command": command, "date": time.strftime("%Y-%m-%d"),
+            "searches": args.searches, "wall_s": time.perf_counter() - t0, "rows": rows}
+    text = render(data)
+    print(text)
+    if not args.no_write:
+        out = HERE / "results"
+        (out / "tolerance-edge.json").write_text(json.dumps(data, indent=1) + "\n",
+                                                 encoding="utf-8")
+        (out / "tolerance-edge.md").write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
