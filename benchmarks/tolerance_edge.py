@@ -141,10 +141,20 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--searches", type=int, default=200)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--searches", type=_positive, default=200)
+    ap.add_argument("--workers", type=_positive, default=2)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
