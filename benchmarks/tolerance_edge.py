@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 import tempfile
 import textwrap
@@ -43,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from forge.bench import BudgetSettings, load_bench  # noqa: E402
 from forge.proposers import SweepProposer  # noqa: E402
 from forge.search import Search, SearchOptions  # noqa: E402
+from forge.stats import wilson_interval  # noqa: E402
 
 ALPHA = 0.05
 METRICS = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True},
@@ -115,15 +115,6 @@ def one(args: tuple[str, int]) -> tuple[str, int, bool, list[str]]:
             [g["name"] for g in record["gates"] if not g["passed"]])
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def render(data: dict[str, Any]) -> str:
     lines = [
         "# Tolerance gates at their edge", "",
@@ -168,7 +159,8 @@ def main() -> None:
         refused_aux = sum(1 for r in mine if not r[2] and r[3]
                           and all(g.startswith("aux:") for g in r[3]))
         rows.append({"case": case, "truth": truth, "n": len(mine), "promoted": promoted,
-                     "rate": promoted / len(mine), "ci": wilson(promoted, len(mine)),
+                     "rate": promoted / len(mine),
+                     "ci": wilson_interval(promoted, len(mine), 1.959964),
                      "refused_aux": refused_aux,
                      "refused_other": len(mine) - promoted - refused_aux})
     command = "python benchmarks/tolerance_edge.py" + (
