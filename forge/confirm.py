@@ -16,8 +16,9 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
 - ``val``: non-inferiority against the incumbent (lower bound above ``-val_margin``),
   opened once ``dev`` has passed (pooled: as soon as val data come in), at ``alpha``;
 - ``aux:<metric>``: the regression against the *start* config (the one deployed) within
-  its tolerance, on every confirmation task (dev and val), at ``alpha / M`` for M
-  metrics: anchored at the start, so tolerances cannot add up across promotions;
+  its tolerance, on every confirmation task (dev and val), each metric at ``alpha``
+  (an intersection-union test: below) and anchored at the start, so tolerances cannot
+  add up across promotions;
 - ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed.
 
 A gate that crosses its boundary is decided for good; one whose evidence points
@@ -114,6 +115,8 @@ class ConfirmOutcome:
     not_run: list[str]
     #: The incumbent's and the candidate's mean over the dev confirmation attempts.
     dev_means: tuple[float | None, float | None] = (None, None)
+    #: Whether the improvement test paired the val tasks with dev's.
+    pooled: bool = False
 
 
 def _fmt(x: float) -> str:
@@ -161,10 +164,12 @@ class Confirmation:
         # benchmarks/quality.py: val alone refused most moves of triage's harmful-action
         # tolerance, and violated no less often).
         n_aux = len(val_order) + len(dev_order)
-        # alpha shared among the metrics (Bonferroni): with probability 1 - alpha every
-        # tolerance of a promotion holds, not just each one.
-        aux_level = gates.alpha / max(1, len(bench.spec.metrics))
-        self.aux = {m: _Gate(f"aux:{m}", aux_level, n_aux) for m in bench.spec.metrics}
+        # Each metric at the full alpha, not a Bonferroni share: a move is promoted only
+        # if *every* tolerance is shown, so one that breaks any tolerance must pass that
+        # metric's own test, which happens with probability at most alpha whatever the
+        # others do (an intersection-union test, Berger 1982). The promise "every
+        # tolerance of a promotion holds, with probability 1 - alpha" needs no share.
+        self.aux = {m: _Gate(f"aux:{m}", gates.alpha, n_aux) for m in bench.spec.metrics}
         self.data: dict[tuple[str, str], TaskAttempts] = {}  # (config fp, split) -> attempts
         self.spent = 0
         self.looks = 0
@@ -403,7 +408,7 @@ class Confirmation:
                               strict=True))}
         means = _shared_means(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
         return ConfirmOutcome(status, results, dev, val, self.aux_info, self.spent, self.looks,
-                              not_run, means)
+                              not_run, means, self.pooled)
 
 
 def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float | None]:

@@ -698,10 +698,9 @@ class Search:
             outcome.status]
         confirm = None
         if outcome.dev:
-            pooled = self.options.pooled_improvement and bool(self.val_order)
             confirm = ConfirmBlock.model_validate({
                 **outcome.dev, "level": level, "index": self._confirmations, "stream": "dev",
-                **({"splits": ["dev", "val"]} if pooled else {})})
+                **({"splits": ["dev", "val"]} if outcome.pooled else {})})
         self._emit(head(
             verdict=verdict, candidate=screened.candidate.fingerprint,
             dev=DevBlock(screen=screened.block, confirm=confirm, before=outcome.dev_means[0],
