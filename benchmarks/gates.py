@@ -44,8 +44,9 @@ Reported per method and bench: the fraction of searches promoting anything on
 ``effect`` the fraction whose final config has boost=true (power, target >= 80%)
 and the fraction promoting any neutral move; rollouts per search (up to the stop
 record, so the final test evaluation is left out); rollouts per decision as the issue
-counts it (the mean of candidate records' ``rollouts``: a screening refusal is a
-decision too; naive: attempts run for the candidate) and per confirmation (every
+counts it (the candidate records' ``rollouts`` over their number: a screening refusal
+is a decision too, an expansion's record is not, though its rollouts count; naive:
+attempts run for the candidate) and per confirmation (every
 candidate's rollouts over the number of confirmations: the price of one gate decision
 with the screening that selected it), which a search of many cheap screening
 refusals does not flatter; on ``effect``, the rollouts of the record that promoted
@@ -129,6 +130,7 @@ def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, A
     promoted_at = [p["step"] for p in outcome.promotions]
     trace = [{"segment": sum(1 for st in promoted_at if st < r["step"]),
               "target": r["move"]["target"], "after": r["move"]["after"],
+              "proposer": r.get("proposer"),
               "kind": r.get("move_kind"), "verdict": r["verdict"],
               "status": _screen(r).get("status"), "screen_effect": _screen(r).get("effect"),
               "rollouts": r["rollouts"], "screening": r.get("screening_rollouts"),
@@ -148,7 +150,12 @@ def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, A
         # Every rollout belongs to a record (issue 14, item 5): the start's first chunk
         # to the start record, the rest to the candidate that asked for it.
         "rollouts_unattributed": stop["rollouts_total"] - start["rollouts_total"] - spent,
-        "decisions": len(candidates), "decision_rollouts": spent,
+        # An expansion's record (forge.search: the farthest value of a passing move's
+        # setting) is not a decision of its own: its rollouts count, it does not, so
+        # its cheap drops do not flatter the rollouts a decision costs.
+        "decisions": sum(r.get("proposer") != "expansion" for r in candidates),
+        "expansions": sum(r.get("proposer") == "expansion" for r in candidates),
+        "decision_rollouts": spent,
         "confirmations": len(confirmed),
         "screen_status": dict(Counter(_screen(r).get("status", "none") for r in candidates)),
         "confirmation_detail": detail, "boost_records": boost_records,

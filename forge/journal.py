@@ -83,6 +83,10 @@ class RunOptions(BaseModel):
     pooled_improvement: bool | None = None
     #: And how many attempts a test task gets at the end (absent: k).
     test_k: int | None = Field(default=None, ge=1, le=MAX_K)
+    #: And whether a numeric move that passes screening has the farthest value of its
+    #: setting the same way run on its screening attempts, confirmed first where it
+    #: scores no worse on any (absent: no).
+    expansion: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -96,7 +100,8 @@ class RunOptions(BaseModel):
         out: dict[str, Any] = handler(self)
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
-                    "enum_choices", "hint_jumps", "pooled_improvement", "test_k"):
+                    "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
+                    "expansion"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -20,9 +20,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from forge.errors import MoveError, StaleMoveError
-from forge.registry import Config, Registry, Scalar, same_value
+from forge.registry import Config, FloatSetting, IntSetting, Registry, Scalar, same_value
 
-__all__ = ["Move", "MoveKind", "apply_move", "candidate_moves", "move_kind", "neighbourhood"]
+__all__ = ["Move", "MoveKind", "apply_move", "candidate_moves", "expansion", "move_kind",
+           "neighbourhood"]
 
 MoveKind = Literal["step", "jump"]
 
@@ -112,3 +113,24 @@ def candidate_moves(registry: Registry, config: Config, *, jumps: bool = True) -
             current = config.values[name]
             moves += [Move(target=name, before=current, after=v) for v in setting.jumps(current)]
     return moves
+
+
+def expansion(registry: Registry, move: Move) -> Move | None:
+    """The same setting moved as far as its candidate moves go the way ``move`` went:
+    ``before`` to the farthest of its steps and grid jumps beyond ``after`` (the bound,
+    where the grid holds it). None for bools and enums (no way to go farther), or when
+    ``after`` is already the farthest."""
+    setting = registry.settings.get(move.target)
+    if not isinstance(setting, IntSetting | FloatSetting):
+        return None
+    try:
+        values = [*setting.neighbours(move.before), *setting.jumps(move.before)]
+    except ValueError:
+        return None
+    up = float(move.after) > float(move.before)
+    beyond = [v for v in values
+              if (float(v) > float(move.after) if up else float(v) < float(move.after))]
+    if not beyond:
+        return None
+    far = max(beyond, key=float) if up else min(beyond, key=float)
+    return Move(target=move.target, before=move.before, after=far)

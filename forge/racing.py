@@ -15,6 +15,10 @@ as soon as the candidate is clearly out or clearly in:
   after the last one;
 - ``budget``: the next chunk does not fit the rollout budget.
 
+:func:`no_worse` runs a farther value of a passing move's setting on the tasks and
+attempts that move's race read, and says whether it scored at least as well on every
+one (``pass``) or not (``worse``, at the first chunk that shows one below).
+
 Racing decides which candidate is confirmed and nothing else: the confirmation
 (:mod:`forge.confirm`) never reads the attempts a race used, so racing may stop
 early, look after every chunk and use any threshold without costing an error.
@@ -22,6 +26,7 @@ early, look after every chunk and use any threshold without costing an error.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,9 +41,9 @@ from forge.results import TaskAttempts
 from forge.stats import PairedTest, paired_test
 from forge.task import Task
 
-__all__ = ["RaceOutcome", "RaceStatus", "hopeless", "race"]
+__all__ = ["RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
 
-RaceStatus = Literal["pass", "weak", "futile", "aux", "budget"]
+RaceStatus = Literal["pass", "weak", "futile", "aux", "budget", "worse"]
 #: After a chunk that is not the last, a candidate passes at once below alpha / this.
 EARLY_PASS_FACTOR = 5.0
 
@@ -126,5 +131,60 @@ def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequen
         status = "aux"
     # Counted after the last ``beyond``: it may run the start config's attempts on the
     # tasks raced, and those belong to this candidate's record too.
+    new = rollouts.used - used_before
+    return RaceOutcome(status, test, seen, new, max(0, served - new))
+
+
+def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
+    """Whether some attempt of ``farther`` scored below ``nearer``'s on the same task and
+    attempt index, or went unscored where ``nearer``'s was scored."""
+    def scores(attempts: TaskAttempts) -> dict[tuple[str, int], float | None]:
+        return {(task, a.attempt): a.score.value if a.scored and a.score is not None
+                else None for task, items in attempts.items() for a in items}
+
+    mine = scores(farther)
+    for key, theirs in scores(nearer).items():
+        value = mine.get(key)
+        if theirs is not None and (value is None or value < theirs):
+            return True
+    return False
+
+
+def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Config,
+             order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
+             alpha: float, min_effect: float, budget_left: Callable[[], int | None],
+             slack: int) -> RaceOutcome:
+    """Run ``farther`` on the tasks and attempts ``screened`` (``nearer``'s race against
+    ``incumbent``) read, its first task and then a chunk at a time: ``pass`` when it
+    scored at least as well as ``nearer`` on every attempt, ``worse`` as soon as one
+    scored below, ``budget`` as :func:`race`. Its test is its own against the
+    incumbent, on the tasks run."""
+    attempts = range(k)
+    used_before = rollouts.used
+    served = 0
+    raced = list(order[:screened.tasks])
+    cand = TaskAttempts()
+    seen = 0
+    status: RaceStatus = "pass" if raced else "worse"
+    # The first task alone first: a value that is worse mostly shows it there already,
+    # at a chunk's fraction of the cost.
+    cuts = sorted({0, 1, *range(chunk, len(raced), chunk), len(raced)}) if raced else []
+    for lo, hi in itertools.pairwise(cuts):
+        tasks = raced[lo:hi]
+        need = rollouts.unrequested(farther, "dev", tasks, attempts)
+        left = budget_left()
+        if need and left is not None and (left <= 0 or need > left + slack):
+            status = "budget"
+            break
+        got = rollouts.get(farther, "dev", "dev", tasks, attempts)
+        served += sum(len(v) for v in got.values())
+        cand = cand.merged(got)
+        seen += len(tasks)
+        if _below(got, rollouts.peek(nearer, "dev", tasks, attempts)):
+            status = "worse"
+            break
+    test = paired_test(list(score_deltas(rollouts.peek(incumbent, "dev", raced[:seen],
+                                                       attempts), cand).values()),
+                       alpha=alpha, threshold=min_effect)
     new = rollouts.used - used_before
     return RaceOutcome(status, test, seen, new, max(0, served - new))

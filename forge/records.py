@@ -145,8 +145,9 @@ class PairedStats(_Block):
 
 class _ScreenStatus(_Block):
     # fail: version 1's "not significant"; version 2 says weak, and refuses a candidate
-    # whose screening breaks a tolerance (aux) or that the memory holds back (held).
-    status: Literal["pass", "fail", "weak", "futile", "budget", "aux", "held"]
+    # whose screening breaks a tolerance (aux) or that the memory holds back (held), and
+    # an expansion that scored below the nearer value on some attempt (worse).
+    status: Literal["pass", "fail", "weak", "futile", "budget", "aux", "held", "worse"]
 
 
 class ScreenBlock(PairedStats, _ScreenStatus):

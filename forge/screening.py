@@ -8,7 +8,9 @@ it goes on to a confirmation. It refuses, journaling why:
   metric past its tolerance (with 80% confidence): a confirmation would spend a level
   of the error budget on a move the same gate would refuse;
 - one the memory holds back: refused by val or a floor at an earlier incumbent with
-  no new evidence since, or by a tolerance that its screening data still break.
+  no new evidence since, or by a tolerance that its screening data still break;
+- an expansion (:meth:`Screening.expand`) that scores below the nearer value on some
+  attempt that value's race read.
 
 A candidate that passes is handed back, unjournaled: its confirmation's record
 carries the screening too. Every refusal goes into the memory. Nothing here reads val
@@ -28,7 +30,7 @@ from forge.bench import Bench
 from forge.gates import aux_text, metric_deltas, regression_allowance, regressions
 from forge.memory import MoveMemory, MoveNote, Outcome
 from forge.proposers import Proposal
-from forge.racing import RaceOutcome, race
+from forge.racing import RaceOutcome, no_worse, race
 from forge.records import AnyRecord, CandidateRecord, DevBlock, Gate, ScreenBlock
 from forge.registry import Config
 from forge.stats import PairedTest, paired_test
@@ -110,14 +112,9 @@ class Screening:
                        beyond=lambda tasks: bool(self.beyond(candidate, tasks)))
         screen = Screen(proposal, candidate, outcome)
         t = outcome.test
-        common: dict[str, Any] = {"candidate": candidate.fingerprint,
-                                  "rollouts": outcome.rollouts, "reused": outcome.reused,
-                                  "tasks_screened": outcome.tasks,
-                                  "dev": DevBlock(screen=screen.block), **self.totals()}
+        common = self._common(screen)
         if outcome.status == "budget":
-            self.emit(head(verdict="skipped", gates=[], why=f"budget spent during screening "
-                           f"({outcome.tasks} tasks screened)", **common))
-            return None if outcome.tasks == 0 else screen
+            return self._cut(screen, head, common)
         move = proposal.move
         if outcome.status in {"futile", "weak"}:
             why = ("cannot plausibly improve (futility)" if outcome.status == "futile"
@@ -131,19 +128,9 @@ class Screening:
             self.memory.record(move, MoveNote(step, incumbent.fingerprint, kind, t.effect,
                                               outcome.se))
             return screen
-        broken = self.beyond(candidate, outcome.tasks)
-        if broken:
-            self.emit(head(verdict="rejected", gates=[
-                Gate(name=f"aux:{m}", passed=False, reason=f"{text} (on the {outcome.tasks} "
-                     "screening tasks, vs the start config)") for m, text in broken],
-                why=f"its screening data against the start config put "
-                    f"{', '.join(m for m, _ in broken)} past the tolerance: not worth a "
-                    "confirmation", **{**common, "dev": DevBlock(screen=ScreenBlock.of(
-                        "aux", t))}))
-            self.memory.record(move, MoveNote(
-                step, incumbent.fingerprint, "refused", t.effect, outcome.se,
-                gate=f"aux:{broken[0][0]}", standing=self.standing(broken[0][0])))
-            return Screen(proposal, candidate, outcome, "aux")
+        refused = self._past_tolerance(step, incumbent, screen, head, common)
+        if refused is not None:
+            return refused
         held = self.held_back(screen)
         if held is not None:
             self.emit(head(verdict="rejected", gates=[], why=held, **{
@@ -152,6 +139,72 @@ class Screening:
         self.memory.record(move, MoveNote(step, incumbent.fingerprint, "screened", t.effect,
                                           outcome.se))
         return screen
+
+    def expand(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
+               head: partial[CandidateRecord], nearer: Screen, *, attempts: int | None = None
+               ) -> Screen | None:
+        """An expansion of ``nearer``'s passing move (:func:`forge.moves.expansion`), run
+        by :func:`~forge.racing.no_worse` on the tasks and attempts ``nearer``'s race
+        read. It passes only when it scores at least as well on every attempt and its
+        own screening data keep every tolerance by their estimate; any other outcome is
+        journaled here (None as :meth:`run`)."""
+        outcome = no_worse(self.rollouts, incumbent, nearer.candidate, candidate,
+                           self.order, nearer.race, chunk=self.chunk, k=attempts or self.k,
+                           alpha=self.alpha, min_effect=self.bench.spec.gates.min_effect,
+                           budget_left=self.budget_left, slack=self.slack)
+        screen = Screen(proposal, candidate, outcome)
+        common = self._common(screen)
+        if outcome.status == "budget":
+            return self._cut(screen, head, common)
+        if outcome.status == "worse":
+            move = nearer.proposal.move
+            why = (f"scored below {move.target} {move.after!r} on a screening attempt: the "
+                   "nearer value stands")
+            self.emit(head(verdict="rejected", why=why, gates=[Gate(
+                name="dev", passed=False, reason=f"{why} (screen {outcome.test.effect:+.3f}, "
+                f"{outcome.tasks} tasks run)")], **common))
+            return screen
+        # Held to the estimate, not the 80% bound: a farther value is only worth its
+        # confirmation's share of the level if it likely keeps every tolerance, since
+        # the nearer value stands without it.
+        return self._past_tolerance(step, incumbent, screen, head, common,
+                                    confidence=0.5) or screen
+
+    def _common(self, screen: Screen) -> dict[str, Any]:
+        """The fields every record of a screening outcome carries."""
+        outcome = screen.race
+        return {"candidate": screen.candidate.fingerprint, "rollouts": outcome.rollouts,
+                "reused": outcome.reused, "tasks_screened": outcome.tasks,
+                "dev": DevBlock(screen=screen.block), **self.totals()}
+
+    def _cut(self, screen: Screen, head: partial[CandidateRecord], common: dict[str, Any]
+             ) -> Screen | None:
+        self.emit(head(verdict="skipped", gates=[], why=f"budget spent during screening "
+                       f"({screen.tasks} tasks screened)", **common))
+        return None if screen.tasks == 0 else screen
+
+    def _past_tolerance(self, step: int, incumbent: Config, screen: Screen,
+                        head: partial[CandidateRecord], common: dict[str, Any], *,
+                        confidence: float = PRESCREEN_CONFIDENCE) -> Screen | None:
+        """The screen refused (journaled, remembered) when its data against the start
+        config put an auxiliary metric past its tolerance (with ``confidence``, as
+        :meth:`beyond`); None when they do not."""
+        outcome = screen.race
+        broken = self.beyond(screen.candidate, outcome.tasks, confidence=confidence)
+        if not broken:
+            return None
+        t = outcome.test
+        self.emit(head(verdict="rejected", gates=[
+            Gate(name=f"aux:{m}", passed=False, reason=f"{text} (on the {outcome.tasks} "
+                 "screening tasks, vs the start config)") for m, text in broken],
+            why=f"its screening data against the start config put "
+                f"{', '.join(m for m, _ in broken)} past the tolerance: not worth a "
+                "confirmation", **{**common, "dev": DevBlock(screen=ScreenBlock.of(
+                    "aux", t))}))
+        self.memory.record(screen.proposal.move, MoveNote(
+            step, incumbent.fingerprint, "refused", t.effect, outcome.se,
+            gate=f"aux:{broken[0][0]}", standing=self.standing(broken[0][0])))
+        return Screen(screen.proposal, screen.candidate, outcome, "aux")
 
     def beyond(self, candidate: Config, tasks: int, *, confidence: float = PRESCREEN_CONFIDENCE
                ) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ from forge.executors import ExecutorSettings
 from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter, RunOptions
 from forge.memory import MoveMemory, MoveNote
-from forge.moves import Move, apply_move, candidate_moves, move_kind
+from forge.moves import Move, apply_move, candidate_moves, expansion, move_kind
 from forge.places import Places, TriedKey
 from forge.progress import SearchProgress
 from forge.proposers import Proposal, Proposer
@@ -137,6 +137,14 @@ class SearchOptions:
     # the bound over tasks like them +0.0146 at 5 attempts, over these tasks +0.0071
     # at 20; benchmarks/end_check.py). 3,300 rollouts more on triage.
     test_k: int = 20
+    # A numeric move that passes screening has the farthest value of its setting the
+    # same way run on its screening attempts (pattern search's expansion step), and
+    # confirmed first if it scores at least as well on every one: where the dev tasks
+    # cannot tell the two apart, the farther value is the one that still holds where
+    # the nearer runs out (walksat: max_flips 16384 and 65536 solve every dev attempt
+    # alike; on test 0.982 and 1.000). One attempt below drops it, mostly on its first
+    # task. Selection only, like every other candidate of a step.
+    expansion: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -159,7 +167,7 @@ class SearchOptions:
                           near_copy_records=self.near_copy_records,
                           enum_choices=self.enum_choices, hint_jumps=self.hint_jumps,
                           pooled_improvement=self.pooled_improvement,
-                          test_k=self.test_k, executor=self.executor,
+                          test_k=self.test_k, expansion=self.expansion, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -184,7 +192,8 @@ class SearchOptions:
                    enum_choices=bool(o.enum_choices), hint_jumps=bool(o.hint_jumps),
                    pooled_improvement=bool(o.pooled_improvement),
                    # And before the test split had attempts of its own: k of them.
-                   test_k=o.test_k or o.k, executor=executor or o.executor)
+                   test_k=o.test_k or o.k, expansion=bool(o.expansion),
+                   executor=executor or o.executor)
 
 
 @dataclass(frozen=True)
@@ -553,33 +562,21 @@ class Search:
               ) -> tuple[Move, Config] | None:
         """Screen the proposals in order, then confirm the passing ones, the largest
         screening effect first (``selection: first``: each as soon as it passes). A
-        promotion ends the step, a refusal lets it go on."""
-        registry = self.bench.registry
+        numeric move that passes has its expansion screened next, before any
+        confirmation. A promotion ends the step, a refusal lets it go on."""
         passed: list[tuple[Screen, _CandidateHead]] = []
-        for proposal in proposals:
+        # Expansions that scored at least as well, attempt for attempt, as the move they
+        # extend.
+        farther: set[str] = set()
+        origins: dict[Move, Screen] = {}
+        queue = list(proposals)
+        while queue:
+            proposal = queue.pop(0)
+            origin = origins.get(proposal.move)
             head = self.head(step, incumbent, proposal)
-            try:
-                candidate = apply_move(registry, incumbent, proposal.move)
-            except Exception as exc:  # an illegal proposal is journaled, never applied
-                self._emit(head(verdict="rejected", gates=[
-                    Gate(name="legal", passed=False, reason=str(exc))]))
+            screened = self._screen(step, incumbent, proposal, head, tried, history, origin)
+            if screened is False:
                 continue
-            if self.places.tried_key(incumbent, proposal.move, self.round) in tried:
-                self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
-                                why="already tried against this incumbent"))
-                continue
-            tried.add(self.places.tried_key(incumbent, proposal.move, self.round))
-            screened = self.screening.run(step, incumbent, proposal, candidate, head,
-                                          attempts=self.attempts)
-            if screened is not None and screened.tasks:
-                # The first chunk is the same tasks and seeds for every config screened.
-                first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
-                                           range(self.options.k))
-                if first.mean_score is not None:
-                    history.append(EvaluatedConfig(candidate.values, candidate.fingerprint,
-                                                   first.mean_score, len(first)))
-                    self.proposer.observe(candidate, first.mean_score,
-                                          self.screening.constraints(candidate))
             if screened is None or screened.status == "budget":
                 self._out_of_budget = True
                 if screened is not None:
@@ -587,18 +584,77 @@ class Search:
                 break
             if screened.status != "pass":
                 self._annotate(step, screened, None)
-                continue
-            passed.append((screened, head))
+                if origin is None:
+                    continue
+            else:
+                passed.append((screened, head))
+                if origin is not None:  # it passed by scoring no worse than its origin
+                    farther.add(screened.candidate.fingerprint)
+                further = self._expansion(incumbent, screened, tried) if origin is None else None
+                if further is not None:
+                    # Screened next, so that even a step confirming the first to pass
+                    # has both to choose from.
+                    origins[further.move] = screened
+                    queue.insert(0, further)
+                    continue
             if self.options.selection == "first" or not self._room_to_compare():
-                passed.sort(key=lambda item: -item[0].test.effect)
-                promoted = self._confirm_passed(step, incumbent, passed)
+                promoted = self._confirm_passed(step, incumbent, _ranked(passed, farther),
+                                                farther)
                 if promoted is not None or self._out_of_budget:
                     return promoted
                 passed = []
         # Selection only: the confirmation never reads screening data, so which passing
         # candidate goes first costs its error guarantee nothing.
-        passed.sort(key=lambda item: -item[0].test.effect)
-        return self._confirm_passed(step, incumbent, passed)
+        return self._confirm_passed(step, incumbent, _ranked(passed, farther), farther)
+
+    def _screen(self, step: int, incumbent: Config, proposal: Proposal,
+                head: _CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
+                origin: Screen | None) -> Screen | Literal[False] | None:
+        """``proposal``'s screening (None: the budget allowed not even a chunk); False
+        for a proposal journaled as illegal or already tried, which screens nothing. An
+        expansion of ``origin``'s move is screened against ``origin`` attempt for
+        attempt (:meth:`~forge.screening.Screening.expand`)."""
+        try:
+            candidate = apply_move(self.bench.registry, incumbent, proposal.move)
+        except Exception as exc:  # an illegal proposal is journaled, never applied
+            self._emit(head(verdict="rejected", gates=[
+                Gate(name="legal", passed=False, reason=str(exc))]))
+            return False
+        key = self.places.tried_key(incumbent, proposal.move, self.round)
+        if key in tried:
+            self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
+                            why="already tried against this incumbent"))
+            return False
+        tried.add(key)
+        screened = (self.screening.run(step, incumbent, proposal, candidate, head,
+                                       attempts=self.attempts) if origin is None else
+                    self.screening.expand(step, incumbent, proposal, candidate, head, origin,
+                                          attempts=self.attempts))
+        if screened is not None and screened.tasks >= min(self.chunk, len(self.dev_order)):
+            # The first chunk is the same tasks and seeds for every config screened (an
+            # expansion dropped at its first task has no mean to compare).
+            first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
+                                       range(self.options.k))
+            if first.mean_score is not None:
+                history.append(EvaluatedConfig(candidate.values, candidate.fingerprint,
+                                               first.mean_score, len(first)))
+                self.proposer.observe(candidate, first.mean_score,
+                                      self.screening.constraints(candidate))
+        return screened
+
+    def _expansion(self, incumbent: Config, screened: Screen, tried: set[TriedKey]
+                   ) -> Proposal | None:
+        """The expansion of a numeric move that passed screening, unless off or tried."""
+        if not self.options.expansion:
+            return None
+        move = screened.proposal.move
+        further = expansion(self.bench.registry, move)
+        if further is None or self.places.was_tried(incumbent, further, tried, self.round):
+            return None
+        return Proposal(move=further, proposer="expansion", reason=(
+            f"{move.target} {move.before!r} -> {move.after!r} passed screening "
+            f"({screened.test.effect:+.3f}): the farthest value the same way goes first "
+            "if it scores at least as well on every screening attempt"))
 
     def _room_to_compare(self) -> bool:
         """Whether the budget leaves room to screen the rest of a step before confirming
@@ -612,15 +668,19 @@ class Search:
         return left >= 2 * full
 
     def _confirm_passed(self, step: int, incumbent: Config,
-                        passed: list[tuple[Screen, _CandidateHead]]
-                        ) -> tuple[Move, Config] | None:
+                        passed: list[tuple[Screen, _CandidateHead]],
+                        farther: set[str]) -> tuple[Move, Config] | None:
         """Confirm ``passed`` in order until one is promoted or the budget is out; each
         left unconfirmed is journaled as skipped, with its screening and its rollouts."""
         promoted: tuple[Move, Config] | None = None
         for screened, head in passed:
             if promoted is not None or self._out_of_budget:
-                why = ("this step promoted a candidate of larger screening effect"
-                       if promoted is not None else "budget spent before its confirmation")
+                why = "budget spent before its confirmation"
+                if promoted is not None:
+                    why = ("this step promoted a candidate of larger screening effect"
+                           if promoted[1].fingerprint not in farther else
+                           f"this step promoted {promoted[0].target} {promoted[0].after!r}, "
+                           "farther the same way and no worse on any screening attempt")
                 self._emit(head(
                     verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
                     why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
@@ -761,6 +821,14 @@ class Search:
             rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
             final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
         return SearchOutcome(end, [r.journal_json() for r in self.records])
+
+
+def _ranked(passed: list[tuple[Screen, _CandidateHead]], farther: set[str]
+            ) -> list[tuple[Screen, _CandidateHead]]:
+    """The largest screening effect first; on a tie, an expansion (no worse than the
+    move it extends on any attempt) goes ahead of it."""
+    return sorted(passed, key=lambda item: (-item[0].test.effect,
+                                            item[0].candidate.fingerprint not in farther))
 
 
 def _two_sided(t: PairedTest) -> float:

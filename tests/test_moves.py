@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forge.errors import MoveError, StaleMoveError, UserError
-from forge.moves import Move, apply_move, candidate_moves, move_kind, neighbourhood
+from forge.moves import Move, apply_move, candidate_moves, expansion, move_kind, neighbourhood
 from forge.registry import (
     BoolSetting,
     Config,
@@ -503,3 +503,30 @@ def test_every_candidate_move_jumps_included_changes_one_setting_and_inverts_exa
         assert back == config and back.fingerprint == config.fingerprint
         kind = move_kind(registry, move)
         assert kind == ("step" if (move.target, repr(move.after)) in steps else "jump")
+
+
+# --------------------------------------------------------------------------- expansion
+
+
+@pytest.mark.parametrize(("target", "before", "after", "farthest"), [
+    ("max_iterations", 2, 3, 8),         # a step up: to the bound
+    ("max_iterations", 2, 1, None),      # a step down onto the bound: nothing farther
+    ("search_width", 4, 8, 32),          # log scale: the bound
+    ("temperature", 0.7, 0.3, 0.0),      # a float jump down: its bound
+    ("temperature", 0.7, 1.5, None),     # already at the bound
+    ("retrieval", "bm25", "tfidf", None),  # an enum has no way farther
+    ("query_expansion", False, True, None),
+])
+def test_a_moves_expansion_goes_as_far_as_its_setting_goes_the_same_way(
+        registry: Registry, target: str, before: Scalar, after: Scalar,
+        farthest: Scalar | None) -> None:
+    config = at(registry, **{target: before})
+    further = expansion(registry, Move(target=target, before=before, after=after))
+    if farthest is None:
+        assert further is None
+        return
+    assert further == Move(target=target, before=before, after=farthest)
+    # A move like any other: legal from the same config, with an exact inverse.
+    moved = apply_move(registry, config, further)
+    assert apply_move(registry, moved, further.inverse()) == config
+    assert move_kind(registry, further) == "jump"

@@ -18,7 +18,7 @@ from conftest import read_calls, search_tasks, write_search_bench
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, load_bench
 from forge.executors import ExecutorSettings
-from forge.racing import EARLY_PASS_FACTOR, RaceOutcome, hopeless, race
+from forge.racing import EARLY_PASS_FACTOR, RaceOutcome, hopeless, no_worse, race
 from forge.registry import Config
 from forge.session import Session
 from forge.stats import paired_test
@@ -216,3 +216,48 @@ def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
     assert (again.status, again.rollouts, again.reused) == ("weak", 0, 2 * out.tasks * K)
     assert cache.used == (N_DEV + N_DEV + out.tasks) * K
     assert cache.cost == pytest.approx(0.5 * cache.used)
+
+
+# ------------------------------------------------------------------ no_worse (expansions)
+
+
+def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+    # Level 1 wins every even task; level 5 changes nothing, so against level 5 read as
+    # the nearer value, level 1 is no worse anywhere (and better on the even tasks).
+    nearer = racer(5)
+    assert nearer.status == "futile" and nearer.tasks == 3 * CHUNK  # half of dev is in
+    out = no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
+                   slack=0)
+    assert out.status == "pass" and out.tasks == nearer.tasks
+    assert out.test.effect == pytest.approx(
+        paired_test(deltas(1, nearer.tasks), alpha=ALPHA).effect)
+    assert out.rollouts == nearer.tasks * K  # the incumbent's attempts were there
+
+
+def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows_it(
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+    nearer = racer(1)  # passes early: better on every even task
+    assert nearer.status == "pass"
+    # Level 3 scores as level 1 on task 0, its first, and below it on tasks 5 and 6 (it
+    # loses 5, and level 1 wins 6): the rest of the first chunk shows it.
+    out = no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
+                   slack=0)
+    assert out.status == "worse" and out.tasks == CHUNK
+    assert out.rollouts == CHUNK * K
+    # Level 2 is below level 1 at once, on its first task (0: level 1 wins it).
+    first = no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
+                     chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
+                     budget_left=lambda: None, slack=0)
+    assert first.status == "worse" and first.tasks == 1 and first.rollouts == K
+
+
+def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+    nearer = racer(5)
+    out = no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: 0,
+                   slack=0)
+    assert out.status == "budget" and out.tasks == 0 and out.rollouts == 0

@@ -13,6 +13,7 @@ The harnesses are test doubles as in test_search.py: success is
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from conftest import COIN_HARNESS, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
 from forge.journal import RunOptions
+from forge.launch import launch_search, resume_search
 from forge.moves import Move
 from forge.proposers import Proposal, Proposer, ReflectProposer, SearchView, SweepProposer
 from forge.registry import Config
@@ -207,7 +209,9 @@ def test_a_search_follows_a_hint_with_its_jump_first_and_an_old_run_with_its_ste
         tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", GAVE_UP, registry=HINT_REGISTRY, k=K,
                               tasks=search_tasks(40, 30, 2))
-    jumped = step_one(search(path, tmp_path / "jump", ReflectProposer(), max_steps=1))
+    # Without the expansion, which would take tries to 9 (as good as 5 here: below).
+    jumped = step_one(search(path, tmp_path / "jump", ReflectProposer(), max_steps=1,
+                             expansion=False))
     # tries 1 .. 9: the jump halfway is 5, proposed by reflection and promoted.
     first = jumped[0]
     assert (first["move"]["after"], first["proposer"], first["move_kind"]) == (
@@ -215,17 +219,111 @@ def test_a_search_follows_a_hint_with_its_jump_first_and_an_old_run_with_its_ste
     assert [r["move"]["after"] for r in jumped if r["verdict"] == "promoted"] == [5]
     # A run journaled before hint_jumps replays with the step first.
     stepped = step_one(search(path, tmp_path / "step", ReflectProposer(), max_steps=1,
-                              hint_jumps=False))
+                              hint_jumps=False, expansion=False))
     first = stepped[0]
     assert (first["move"]["after"], first["proposer"], first["move_kind"]) == (
         2, "reflect", "step")
 
 
-@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement"])
+#: More tries help up to 5; beyond, by ``PAST``, they help no further (a cap the tasks
+#: never reach), help more, or hurt (an interior optimum).
+CAPPED = """
+PAST = {past!r}
+def run(config, task, ctx):
+    record(config, task, ctx)
+    tries = config["tries"]
+    beyond = {{"same": 0.85, "better": 0.95, "worse": 0.25}}[PAST]
+    p = 0.3 if tries < 5 else 0.85 if tries == 5 else beyond
+    ok = random.Random(ctx.seed).random() < p
+    return {{"output": task.expected if ok else "wrong", "signals": ["gave_up"]}}
+"""
+
+
+@pytest.mark.parametrize("past", ["same", "better"])
+def test_a_passing_move_has_its_expansion_promoted_when_no_worse_on_any_attempt(
+        tmp_path: Path, past: str) -> None:
+    path = write_search_bench(tmp_path / "bench", CAPPED.format(past=past),
+                              registry=HINT_REGISTRY, k=K, tasks=search_tasks(40, 30, 2))
+    records = step_one(search(path, tmp_path / past, ReflectProposer(), max_steps=1))
+    by_after = {r["move"]["after"]: r for r in records}
+    # The hint's jump to 5 passes; 9, the farthest the same way, is run next on 5's
+    # screening attempts and scores at least as well on every one (seeded alike, the
+    # same chance or a higher one), so it goes first and is promoted; 5 is journaled
+    # after it as skipped.
+    assert [r["move"]["after"] for r in records][:2] == [9, 5]
+    farthest = by_after[9]
+    assert (farthest["proposer"], farthest["move"]["before"], farthest["verdict"]) == (
+        "expansion", 1, "promoted")
+    assert farthest["reason"].startswith("tries 1 -> 5 passed screening (+")
+    assert by_after[5]["verdict"] == "skipped"
+    assert by_after[5]["why"].endswith("not confirmed: this step promoted tries 9, farther "
+                                       "the same way and no worse on any screening attempt")
+    screens = by_after[5]["dev"]["screen"], farthest["dev"]["screen"]
+    if past == "same":
+        assert screens[0] == screens[1]
+    else:
+        assert screens[1]["effect"] > screens[0]["effect"]
+
+
+def test_an_expansion_that_dev_tells_apart_competes_on_its_screening_alone(
+        tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", CAPPED.format(past="worse"),
+                              registry=HINT_REGISTRY, k=K, tasks=search_tasks(40, 30, 2))
+    records = step_one(search(path, tmp_path / "worse", ReflectProposer(), max_steps=1))
+    by_after = {r["move"]["after"]: r for r in records}
+    # 9 is run on 5's screening attempts and dropped at the first task where it scores
+    # below 5 on an attempt; 5 is promoted.
+    farthest = by_after[9]
+    assert (farthest["proposer"], farthest["verdict"]) == ("expansion", "rejected")
+    assert farthest["dev"]["screen"]["status"] == "worse"
+    assert farthest["why"].startswith("scored below tries 5 on a screening attempt")
+    # Its first task showed it: K rollouts, on the candidate's side alone.
+    assert farthest["tasks_screened"] == 1
+    assert farthest["rollouts"] == farthest["tasks_screened"] * K
+    assert by_after[5]["verdict"] == "promoted"
+    # Off, nothing is screened beside the passing move.
+    off = step_one(search(path, tmp_path / "off", ReflectProposer(), max_steps=1,
+                          expansion=False))
+    assert all(r["proposer"] != "expansion" for r in off)
+    assert [r["move"]["after"] for r in off if r["verdict"] == "promoted"] == [5]
+
+
+def test_a_run_cut_after_its_expansion_resumes_to_the_same_decisions(tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", CAPPED.format(past="same"),
+                              registry=HINT_REGISTRY, k=K, tasks=search_tasks(40, 30, 2))
+    journals = tmp_path / "journals"
+    launch_search(path, journals=journals, run_id="full", seed=3, proposer="reflect",
+                  max_steps=2)
+    full = (journals / "full" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in full]
+    # Cut just after the expansion's record, as a kill -9 there would leave the run.
+    cut_at = next(i for i, r in enumerate(rows) if r.get("proposer") == "expansion") + 1
+    assert rows[cut_at - 1]["verdict"] == "promoted"
+    cut = journals / "cut"
+    cut.mkdir()
+    for f in (journals / "full").iterdir():
+        if f.is_file() and not f.name.startswith("."):
+            (cut / f.name).write_bytes(f.read_bytes())
+    (cut / "journal.jsonl").write_text("".join(f"{line}\n" for line in full[:cut_at]),
+                                       encoding="utf-8")
+    resume_search("cut", journals=journals)
+    resumed = (cut / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    volatile = {"at", "elapsed_s", "run_id"}
+
+    def stable(lines: list[str]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in json.loads(line).items() if k not in volatile}
+                for line in lines]
+
+    assert stable(resumed) == stable(full)
+
+
+@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement",
+                                   "expansion"])
 def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
     # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
     # step before its jump; pooled_improvement absent: the improvement gate on dev's
-    # tasks alone. Either way the replay of an old journal does not diverge.
+    # tasks alone; expansion absent: no farther value screened beside a passing move.
+    # Either way the replay of an old journal does not diverge.
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
                             concurrency=1, timeout_s=1.0)
     new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])

@@ -22,6 +22,7 @@ _SCREEN_WORDS = {
     "fail": "dropped at screening: not significant",
     "aux": "dropped at screening: past a tolerance",
     "held": "held back by the memory of an earlier refusal",
+    "worse": "dropped at screening: below the nearer value of its setting on an attempt",
     "budget": "cut short: budget spent during screening",
 }
 
