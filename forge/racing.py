@@ -17,7 +17,8 @@ as soon as the candidate is clearly out or clearly in:
 
 :func:`no_worse` runs a farther value of a passing move's setting on the tasks and
 attempts that move's race read, and says whether it scored at least as well on every
-one (``pass``) or not (``worse``, at the first chunk that shows one below).
+one (``pass``) or not (``worse``, at the first chunk that shows one below), stopping
+too where ``beyond`` puts a tolerance out of reach (``aux``).
 
 Racing decides which candidate is confirmed and nothing else: the confirmation
 (:mod:`forge.confirm`) never reads the attempts a race used, so racing may stop
@@ -153,12 +154,12 @@ def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
 def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Config,
              order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
              alpha: float, min_effect: float, budget_left: Callable[[], int | None],
-             slack: int) -> RaceOutcome:
+             slack: int, beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
     """Run ``farther`` on the tasks and attempts ``screened`` (``nearer``'s race against
     ``incumbent``) read, its first task and then a chunk at a time: ``pass`` when it
     scored at least as well as ``nearer`` on every attempt, ``worse`` as soon as one
-    scored below, ``budget`` as :func:`race`. Its test is its own against the
-    incumbent, on the tasks run."""
+    scored below, ``aux`` as soon as ``beyond(tasks)`` says so, ``budget`` as
+    :func:`race`. Its test is its own against the incumbent, on the tasks run."""
     attempts = range(k)
     used_before = rollouts.used
     served = 0
@@ -182,6 +183,9 @@ def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Con
         seen += len(tasks)
         if _below(got, rollouts.peek(nearer, "dev", tasks, attempts)):
             status = "worse"
+            break
+        if beyond is not None and beyond(seen):
+            status = "aux"
             break
     test = paired_test(list(score_deltas(rollouts.peek(incumbent, "dev", raced[:seen],
                                                        attempts), cand).values()),

@@ -146,12 +146,18 @@ class Screening:
         """An expansion of ``nearer``'s passing move (:func:`forge.moves.expansion`), run
         by :func:`~forge.racing.no_worse` on the tasks and attempts ``nearer``'s race
         read. It passes only when it scores at least as well on every attempt and its
-        own screening data keep every tolerance by their estimate; any other outcome is
-        journaled here (None as :meth:`run`)."""
+        own screening data keep every tolerance by their estimate (checked after each
+        chunk, as the race does); any other outcome is journaled here (None as
+        :meth:`run`)."""
+        # Held to the estimate, not the 80% bound: a farther value is only worth its
+        # confirmation's share of the level if it likely keeps every tolerance, since
+        # the nearer value stands without it.
         outcome = no_worse(self.rollouts, incumbent, nearer.candidate, candidate,
                            self.order, nearer.race, chunk=self.chunk, k=attempts or self.k,
                            alpha=self.alpha, min_effect=self.bench.spec.gates.min_effect,
-                           budget_left=self.budget_left, slack=self.slack)
+                           budget_left=self.budget_left, slack=self.slack,
+                           beyond=lambda tasks: bool(self.beyond(candidate, tasks,
+                                                                 confidence=0.5)))
         screen = Screen(proposal, candidate, outcome)
         common = self._common(screen)
         if outcome.status == "budget":
@@ -164,9 +170,6 @@ class Screening:
                 name="dev", passed=False, reason=f"{why} (screen {outcome.test.effect:+.3f}, "
                 f"{outcome.tasks} tasks run)")], **common))
             return screen
-        # Held to the estimate, not the 80% bound: a farther value is only worth its
-        # confirmation's share of the level if it likely keeps every tolerance, since
-        # the nearer value stands without it.
         return self._past_tolerance(step, incumbent, screen, head, common,
                                     confidence=0.5) or screen
 

@@ -137,13 +137,13 @@ class SearchOptions:
     # the bound over tasks like them +0.0146 at 5 attempts, over these tasks +0.0071
     # at 20; benchmarks/end_check.py). 3,300 rollouts more on triage.
     test_k: int = 20
-    # A numeric move that passes screening has the farthest value of its setting the
-    # same way run on its screening attempts (pattern search's expansion step), and
-    # confirmed first if it scores at least as well on every one: where the dev tasks
-    # cannot tell the two apart, the farther value is the one that still holds where
-    # the nearer runs out (walksat: max_flips 16384 and 65536 solve every dev attempt
-    # alike; on test 0.982 and 1.000). One attempt below drops it, mostly on its first
-    # task. Selection only, like every other candidate of a step.
+    # Before a numeric move that passed screening is confirmed, the farthest value of
+    # its setting the same way is run on its screening attempts (pattern search's
+    # expansion step), and confirmed first if it scores at least as well on every one:
+    # where the dev tasks cannot tell the two apart, the farther value is the one that
+    # still holds where the nearer runs out (walksat: max_flips 16384 and 65536 solve
+    # every dev attempt alike; on test 0.982 and 1.000). One attempt below drops it,
+    # mostly on its first task. Selection only, like every other candidate of a step.
     expansion: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
@@ -562,19 +562,11 @@ class Search:
               ) -> tuple[Move, Config] | None:
         """Screen the proposals in order, then confirm the passing ones, the largest
         screening effect first (``selection: first``: each as soon as it passes). A
-        numeric move that passes has its expansion screened next, before any
-        confirmation. A promotion ends the step, a refusal lets it go on."""
+        promotion ends the step, a refusal lets it go on."""
         passed: list[tuple[Screen, _CandidateHead]] = []
-        # Expansions that scored at least as well, attempt for attempt, as the move they
-        # extend.
-        farther: set[str] = set()
-        origins: dict[Move, Screen] = {}
-        queue = list(proposals)
-        while queue:
-            proposal = queue.pop(0)
-            origin = origins.get(proposal.move)
+        for proposal in proposals:
             head = self.head(step, incumbent, proposal)
-            screened = self._screen(step, incumbent, proposal, head, tried, history, origin)
+            screened = self._screen(step, incumbent, proposal, head, tried, history)
             if screened is False:
                 continue
             if screened is None or screened.status == "budget":
@@ -584,32 +576,22 @@ class Search:
                 break
             if screened.status != "pass":
                 self._annotate(step, screened, None)
-                if origin is None:
-                    continue
-            else:
-                passed.append((screened, head))
-                if origin is not None:  # it passed by scoring no worse than its origin
-                    farther.add(screened.candidate.fingerprint)
-                further = self._expansion(incumbent, screened, tried) if origin is None else None
-                if further is not None:
-                    # Screened next, so that even a step confirming the first to pass
-                    # has both to choose from.
-                    origins[further.move] = screened
-                    queue.insert(0, further)
-                    continue
+                continue
+            passed.append((screened, head))
             if self.options.selection == "first" or not self._room_to_compare():
-                promoted = self._confirm_passed(step, incumbent, _ranked(passed, farther),
-                                                farther)
+                passed.sort(key=lambda item: -item[0].test.effect)
+                promoted = self._confirm_passed(step, incumbent, passed, tried, history)
                 if promoted is not None or self._out_of_budget:
                     return promoted
                 passed = []
         # Selection only: the confirmation never reads screening data, so which passing
         # candidate goes first costs its error guarantee nothing.
-        return self._confirm_passed(step, incumbent, _ranked(passed, farther), farther)
+        passed.sort(key=lambda item: -item[0].test.effect)
+        return self._confirm_passed(step, incumbent, passed, tried, history)
 
     def _screen(self, step: int, incumbent: Config, proposal: Proposal,
                 head: _CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
-                origin: Screen | None) -> Screen | Literal[False] | None:
+                origin: Screen | None = None) -> Screen | Literal[False] | None:
         """``proposal``'s screening (None: the budget allowed not even a chunk); False
         for a proposal journaled as illegal or already tried, which screens nothing. An
         expansion of ``origin``'s move is screened against ``origin`` attempt for
@@ -642,19 +624,35 @@ class Search:
                                       self.screening.constraints(candidate))
         return screened
 
-    def _expansion(self, incumbent: Config, screened: Screen, tried: set[TriedKey]
-                   ) -> Proposal | None:
-        """The expansion of a numeric move that passed screening, unless off or tried."""
+    def _expanded(self, step: int, incumbent: Config, screened: Screen,
+                  tried: set[TriedKey], history: list[EvaluatedConfig]
+                  ) -> tuple[Screen, _CandidateHead] | None:
+        """The expansion of ``screened``'s numeric move, screened just before that move's
+        confirmation (so only for a candidate about to be confirmed): returned when it
+        passed, to be confirmed first; None when off, tried, or refused (journaled)."""
         if not self.options.expansion:
             return None
         move = screened.proposal.move
         further = expansion(self.bench.registry, move)
         if further is None or self.places.was_tried(incumbent, further, tried, self.round):
             return None
-        return Proposal(move=further, proposer="expansion", reason=(
+        proposal = Proposal(move=further, proposer="expansion", reason=(
             f"{move.target} {move.before!r} -> {move.after!r} passed screening "
             f"({screened.test.effect:+.3f}): the farthest value the same way goes first "
             "if it scores at least as well on every screening attempt"))
+        head = self.head(step, incumbent, proposal)
+        result = self._screen(step, incumbent, proposal, head, tried, history, screened)
+        if result is False:
+            return None
+        if result is None or result.status == "budget":
+            self._out_of_budget = True
+            if result is not None:
+                self._annotate(step, result, None)
+            return None
+        if result.status != "pass":
+            self._annotate(step, result, None)
+            return None
+        return result, head
 
     def _room_to_compare(self) -> bool:
         """Whether the budget leaves room to screen the rest of a step before confirming
@@ -668,19 +666,27 @@ class Search:
         return left >= 2 * full
 
     def _confirm_passed(self, step: int, incumbent: Config,
-                        passed: list[tuple[Screen, _CandidateHead]],
-                        farther: set[str]) -> tuple[Move, Config] | None:
-        """Confirm ``passed`` in order until one is promoted or the budget is out; each
-        left unconfirmed is journaled as skipped, with its screening and its rollouts."""
+                        passed: list[tuple[Screen, _CandidateHead]], tried: set[TriedKey],
+                        history: list[EvaluatedConfig]) -> tuple[Move, Config] | None:
+        """Confirm ``passed`` in order until one is promoted or the budget is out, each
+        after its expansion if that passes (:meth:`_expanded`); each left unconfirmed is
+        journaled as skipped, with its screening and its rollouts."""
         promoted: tuple[Move, Config] | None = None
+        extended: Screen | None = None  # the candidate whose expansion was promoted
         for screened, head in passed:
+            if promoted is None and not self._out_of_budget:
+                expanded = self._expanded(step, incumbent, screened, tried, history)
+                if expanded is not None:
+                    promoted = self._confirm_one(step, incumbent, *expanded)
+                    extended = screened if promoted is not None else None
             if promoted is not None or self._out_of_budget:
-                why = "budget spent before its confirmation"
-                if promoted is not None:
-                    why = ("this step promoted a candidate of larger screening effect"
-                           if promoted[1].fingerprint not in farther else
-                           f"this step promoted {promoted[0].target} {promoted[0].after!r}, "
+                if promoted is None:
+                    why = "budget spent before its confirmation"
+                elif extended is screened:
+                    why = (f"this step promoted {promoted[0].target} {promoted[0].after!r}, "
                            "farther the same way and no worse on any screening attempt")
+                else:
+                    why = "this step promoted a candidate of larger screening effect"
                 self._emit(head(
                     verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
                     why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
@@ -688,10 +694,15 @@ class Search:
                     tasks_screened=screened.tasks, screening_rollouts=screened.rollouts,
                     **self._totals()))
                 continue
-            self.progress.confirming(screened.proposal.move, screened.candidate)
-            promoted = self._confirm(step, incumbent, screened, head)
-            if promoted is not None:
-                self.progress.promotions += 1
+            promoted = self._confirm_one(step, incumbent, screened, head)
+        return promoted
+
+    def _confirm_one(self, step: int, incumbent: Config, screened: Screen,
+                     head: _CandidateHead) -> tuple[Move, Config] | None:
+        self.progress.confirming(screened.proposal.move, screened.candidate)
+        promoted = self._confirm(step, incumbent, screened, head)
+        if promoted is not None:
+            self.progress.promotions += 1
         return promoted
 
     def _annotate(self, step: int, screened: Screen, outcome: ConfirmOutcome | None) -> None:
@@ -821,14 +832,6 @@ class Search:
             rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
             final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
         return SearchOutcome(end, [r.journal_json() for r in self.records])
-
-
-def _ranked(passed: list[tuple[Screen, _CandidateHead]], farther: set[str]
-            ) -> list[tuple[Screen, _CandidateHead]]:
-    """The largest screening effect first; on a tie, an expansion (no worse than the
-    move it extends on any attempt) goes ahead of it."""
-    return sorted(passed, key=lambda item: (-item[0].test.effect,
-                                            item[0].candidate.fingerprint not in farther))
 
 
 def _two_sided(t: PairedTest) -> float:

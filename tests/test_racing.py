@@ -261,3 +261,20 @@ def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
                    chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: 0,
                    slack=0)
     assert out.status == "budget" and out.tasks == 0 and out.rollouts == 0
+
+
+def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+    nearer = racer(5)
+    asked: list[int] = []
+
+    def beyond(tasks: int) -> bool:
+        asked.append(tasks)
+        return tasks >= CHUNK
+
+    out = no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
+                   slack=0, beyond=beyond)
+    # Asked after its first task and after the rest of the first chunk, where it stops.
+    assert asked == [1, CHUNK]
+    assert out.status == "aux" and out.tasks == CHUNK
