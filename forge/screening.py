@@ -170,8 +170,10 @@ class Screening:
                 name="dev", passed=False, reason=f"{why} (screen {outcome.test.effect:+.3f}, "
                 f"{outcome.tasks} tasks run)")], **common))
             return screen
-        return self._past_tolerance(step, incumbent, screen, head, common,
-                                    confidence=0.5) or screen
+        if outcome.status == "aux":  # no_worse checked every chunk: journal the refusal
+            return self._past_tolerance(step, incumbent, screen, head, common,
+                                        confidence=0.5) or screen
+        return screen
 
     def _common(self, screen: Screen) -> dict[str, Any]:
         """The fields every record of a screening outcome carries."""
