@@ -87,6 +87,10 @@ class RunOptions(BaseModel):
     #: setting the same way run on its screening attempts, confirmed first where it
     #: scores no worse on any (absent: no).
     expansion: bool | None = None
+    #: And whether a move a tolerance refused is proposed early again at an incumbent
+    #: that has made room under it, the memory's proposals largest effect first
+    #: (absent: no, in the order of the untried moves).
+    room_recall: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -101,7 +105,7 @@ class RunOptions(BaseModel):
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
                     "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
-                    "expansion"):
+                    "expansion", "room_recall"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

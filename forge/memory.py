@@ -12,7 +12,9 @@ move, what became of it each time, and uses that to steer *selection* only:
 - a move refused by an auxiliary tolerance is confirmed again only at an incumbent that
   has brought that metric down against the start config since (more room under the
   tolerance): testing it again with less room or the same would only try its luck on
-  the same val seeds (see :meth:`MoveMemory.more_room`);
+  the same val seeds (see :meth:`MoveMemory.more_room`); at such an incumbent it is
+  proposed early, since what stopped it is weaker there and its gain likely is not
+  (:meth:`MoveMemory.made_room`);
 - a move that looked better at this incumbent but was not proven (weak at screening,
   or refused by the dev gate) is *close*: once no untried move is left, the search
   screens the close ones again with twice the attempts a task (:meth:`MoveMemory.close`).
@@ -23,6 +25,7 @@ confirmed, never how, so the guarantee of every confirmation holds as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -90,6 +93,19 @@ class MoveMemory:
                                                     and note.gate == "dev"):
             return note.screen_effect
         return None
+
+    def made_room(self, move: Move, incumbent: str, standing: Callable[[str], float]
+                  ) -> float | None:
+        """The screening effect of a move a tolerance refused at an earlier incumbent, if
+        it had a gain and this incumbent has made room under that tolerance since
+        (``standing(metric)``: its regression of the metric against the start, now lower
+        than when the move was refused). None for any other move."""
+        note = self.last(move)
+        if (note is None or note.incumbent == incumbent or note.outcome != "refused"
+                or note.gate is None or not note.gate.startswith("aux:")
+                or note.screen_effect is None or note.screen_effect <= 0):
+            return None
+        return note.screen_effect if self.more_room(move, standing(note.gate[4:])) else None
 
     def close(self, move: Move, incumbent: str, min_effect: float) -> float | None:
         """The screening effect of a move whose last look, at ``incumbent`` itself, was

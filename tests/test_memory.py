@@ -121,3 +121,26 @@ def test_a_close_move_is_judged_on_its_last_look() -> None:
     memory.record(UP, MoveNote(2, A, "weak", 0.04, 0.03))
     memory.record(UP, MoveNote(3, A, "futile", -0.01, 0.02))  # the precision round's look
     assert memory.close(UP, A, min_effect=0.0) is None
+
+
+def test_a_tolerance_refusal_is_offered_again_where_the_incumbent_made_room() -> None:
+    memory = MoveMemory()
+    memory.record(UP, MoveNote(2, A, "refused", 0.2, 0.04, gate="aux:cost", standing=0.01))
+    lower, same = {"cost": -0.05}.__getitem__, {"cost": 0.01}.__getitem__
+    assert memory.made_room(UP, B, lower) == pytest.approx(0.2)
+    assert memory.made_room(UP, B, same) is None  # no more room than when refused
+    assert memory.made_room(UP, A, lower) is None  # not at the incumbent that refused it
+    # Its last look decides: screened futile since, it is no longer offered.
+    memory.record(UP, MoveNote(3, B, "futile", -0.01, 0.02))
+    assert memory.made_room(UP, C, lower) is None
+
+
+@pytest.mark.parametrize("note", [
+    MoveNote(2, A, "refused", -0.05, 0.04, gate="aux:cost", standing=0.0),  # no gain seen
+    MoveNote(2, A, "refused", 0.2, 0.04, gate="val"),  # a dev-only win, not a tolerance
+    MoveNote(2, A, "weak", 0.08, 0.05),
+])
+def test_only_a_tolerance_refusal_with_a_gain_is_offered_for_room(note: MoveNote) -> None:
+    memory = MoveMemory()
+    memory.record(UP, note)
+    assert memory.made_room(UP, B, lambda metric: -1.0) is None

@@ -2,6 +2,7 @@
 
 - tolerances are anchored at the start config, so they do not add up along a path;
 - a refusal by val is remembered across incumbents and not confirmed again for nothing;
+  one by a tolerance is offered again first once a promotion has made room under it;
 - a confirmation is sequential: a strong effect stops it early and cheaply;
 - on a bench where nothing has an effect, searches promote nothing, but for at most
   ``alpha`` of them (the error guarantee);
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,10 @@ from forge.bench import Bench, BudgetSettings, load_bench
 from forge.evaluate import evaluate
 from forge.launch import launch_search
 from forge.moves import Move
-from forge.proposers import SweepProposer
+from forge.proposers import Proposal, Proposer, SweepProposer
+from forge.proposers import SearchView as ProposerView
 from forge.records import parse_record
+from forge.registry import Config
 from forge.report.live import SearchView
 from forge.search import Search, SearchOptions, SearchOutcome
 
@@ -172,6 +176,84 @@ def test_a_val_refusal_is_not_confirmed_again_after_a_later_promotion(tmp_path: 
     assert again["rollouts"] == again["tasks_screened"] * K  # its screening only
     both = {"boost": True, "overfit": True}
     assert not any(c["split"] == "val" and c["config"] == both for c in read_calls(path))
+
+
+ROOM_REGISTRY = """\
+name: room
+settings:
+  wide:  {type: bool, default: false}
+  lean:  {type: bool, default: false}
+  other: {type: bool, default: false}
+"""
+
+#: wide and lean each add 0.3 to the success probability, other 0.1; wide costs 20%
+#: more (past a 10% tolerance from the start), lean 20% less: after lean, wide is within.
+ROOM = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = 0.2 + 0.3 * config["wide"] + 0.3 * config["lean"] + 0.1 * config["other"]
+    ok = random.Random(ctx.seed).random() < p
+    cost = (1.2 if config["wide"] else 1.0) * (0.8 if config["lean"] else 1.0)
+    return {"output": task.expected if ok else "wrong", "cost": cost}
+"""
+
+
+class InOrder(Proposer):
+    """Proposes the untried moves in the order of settings ``orders`` gives for the
+    step (a scripted proposer: the memory's offers are what is under test)."""
+
+    name = "in-order"
+
+    def __init__(self, orders: dict[int, list[str]]) -> None:
+        self.orders = orders
+
+    def propose(self, view: ProposerView, n: int) -> list[Proposal]:
+        order = self.orders[view.step]
+        moves = sorted(view.untried, key=lambda m: order.index(m.target))
+        return [Proposal(move=m, proposer=self.name, reason="scripted") for m in moves[:n]]
+
+    def observe(self, config: Config, dev_mean: float,
+                constraints: Mapping[str, float] | None = None) -> None:
+        """Nothing to learn."""
+
+
+@pytest.mark.parametrize("room_recall", [True, False])
+def test_a_tolerance_refusal_is_offered_again_once_a_promotion_made_room(
+        tmp_path: Path, room_recall: bool) -> None:
+    path = write_search_bench(tmp_path / "bench", ROOM, registry=ROOM_REGISTRY, k=K,
+                              metrics=TEN_PERCENT)
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=3, patience=3, budget=BudgetSettings(), k=K, seed=7,
+                            concurrency=4, timeout_s=10.0, candidates_per_step=1,
+                            enum_choices=False, room_recall=room_recall)
+    # From step 3 the proposer would try other before wide.
+    proposer = InOrder({1: ["wide", "lean", "other"], 2: ["lean", "other", "wide"],
+                        3: ["other", "wide", "lean"]})
+    outcome = Search(bench, bench.defaults, proposer, options, run_id="room",
+                     folder=folder).run()
+    steps = {r["step"]: r for r in candidates(outcome)}
+    # Step 1: wide wins on dev and costs 20% more than the start: refused at screening.
+    assert steps[1]["move"]["target"] == "wide" and failing(steps[1]) == ["aux:cost"]
+    # Step 2: lean, 20% cheaper, promoted: the incumbent now has room under the tolerance.
+    assert steps[2]["move"]["target"] == "lean" and steps[2]["verdict"] == "promoted"
+    third = steps[3]
+    if not room_recall:
+        # The proposer's order alone.
+        assert third["move"]["target"] == "other" and third["proposer"] == "in-order"
+        return
+    # The memory offers wide first, saying why, and it is promoted: 0.96 of the start's
+    # cost, within the tolerance, which the end check on test agrees with.
+    assert (third["move"]["target"], third["proposer"]) == ("wide", "memory")
+    assert third["reason"].startswith("screened +") and third["reason"].endswith(
+        "refused there by the cost tolerance; this incumbent has brought cost down against "
+        "the start since: room under it now")
+    assert third["verdict"] == "promoted"
+    assert third["aux"]["cost"]["after"] / third["aux"]["cost"]["before"] == pytest.approx(0.96)
+    assert outcome.final_config == {"wide": True, "lean": True, "other": False}
+    [test] = [r for r in outcome.records if r["kind"] == "test"]
+    assert [a["details"]["status"] for a in test["aux"]] == ["within"]
 
 
 # -- (d) a sequential confirmation stops early ---------------------------------------------------

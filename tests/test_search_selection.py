@@ -318,11 +318,12 @@ def test_a_run_cut_after_its_expansion_resumes_to_the_same_decisions(tmp_path: P
 
 
 @pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement",
-                                   "expansion"])
+                                   "expansion", "room_recall"])
 def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
     # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
     # step before its jump; pooled_improvement absent: the improvement gate on dev's
-    # tasks alone; expansion absent: no farther value screened beside a passing move.
+    # tasks alone; expansion absent: no farther value screened beside a passing move;
+    # room_recall absent: a move a tolerance refused is not offered by the memory.
     # Either way the replay of an old journal does not diverge.
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
                             concurrency=1, timeout_s=1.0)
