@@ -87,9 +87,8 @@ class RunOptions(BaseModel):
     #: setting the same way run on its screening attempts, confirmed first where it
     #: scores no worse on any (absent: no).
     expansion: bool | None = None
-    #: And whether a move a tolerance refused is proposed early again at an incumbent
-    #: that has made room under it, the memory's proposals largest effect first
-    #: (absent: no, in the order of the untried moves).
+    #: And whether the memory offers a move a tolerance refused, first, at an incumbent
+    #: that has made room under that tolerance since (absent: no).
     room_recall: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"

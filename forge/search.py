@@ -522,27 +522,24 @@ class Search:
         tolerance refused at an earlier one when this one has made room under it since,
         then those that looked better at an earlier one and were not proven there, each
         kind in ``untried``'s order."""
-        offers: list[tuple[int, Proposal]] = []
+        room: list[Proposal] = []
+        promising: list[Proposal] = []
         for m in untried:
             note = self.memory.last(m)
             if note is None or note.screen_effect is None:
                 continue
-            rank = 1
             if self.memory.promise(m, incumbent.fingerprint) is not None:
-                reason = (f"screened {note.screen_effect:+.3f} at step {note.step} against an "
-                          "earlier incumbent, not proven there: likely good here too")
+                promising.append(Proposal(move=m, proposer="memory", reason=(
+                    f"screened {note.screen_effect:+.3f} at step {note.step} against an "
+                    "earlier incumbent, not proven there: likely good here too")))
             elif self.options.room_recall and self.memory.made_room(
                     m, incumbent.fingerprint, lambda metric: self.standing.get(metric, 0.0)):
                 metric = (note.gate or "")[4:]
-                reason = (f"screened {note.screen_effect:+.3f} at step {note.step}, refused "
-                          f"there by the {metric} tolerance; this incumbent has brought "
-                          f"{metric} down against the start since: room under it now")
-                rank = 0
-            else:
-                continue
-            offers.append((rank, Proposal(move=m, proposer="memory", reason=reason)))
-        offers.sort(key=lambda item: item[0])  # stable: untried's order within each kind
-        return [p for _, p in offers]
+                room.append(Proposal(move=m, proposer="memory", reason=(
+                    f"screened {note.screen_effect:+.3f} at step {note.step}, refused there "
+                    f"by the {metric} tolerance; this incumbent has brought {metric} down "
+                    "against the start since: room under it now")))
+        return room + promising
 
     def _other_choices(self, incumbent: Config, chosen: list[Proposal], untried: list[Move],
                        tried: set[TriedKey], seen: set[Move]) -> list[Proposal]:
