@@ -595,28 +595,31 @@ class Search:
         passed: list[tuple[Screen, _CandidateHead]] = []
         for proposal in proposals:
             head = self.head(step, incumbent, proposal)
-            screened = self._screen(step, incumbent, proposal, head, tried, history)
-            if screened is False:
-                continue
-            if screened is None or screened.status == "budget":
-                self._out_of_budget = True
-                if screened is not None:
-                    self._annotate(step, screened, None)
-                break
-            if screened.status != "pass":
-                self._annotate(step, screened, None)
+            screened = self._passing(step, self._screen(step, incumbent, proposal, head,
+                                                        tried, history))
+            if screened is None:
+                if self._out_of_budget:
+                    break
                 continue
             passed.append((screened, head))
             if self.options.selection == "first" or not self._room_to_compare():
-                passed.sort(key=lambda item: -item[0].test.effect)
                 promoted = self._confirm_passed(step, incumbent, passed, tried, history)
                 if promoted is not None or self._out_of_budget:
                     return promoted
                 passed = []
-        # Selection only: the confirmation never reads screening data, so which passing
-        # candidate goes first costs its error guarantee nothing.
-        passed.sort(key=lambda item: -item[0].test.effect)
         return self._confirm_passed(step, incumbent, passed, tried, history)
+
+    def _passing(self, step: int, screened: Screen | Literal[False] | None) -> Screen | None:
+        """``screened`` if it passed; else None, the proposer told what became of a
+        screen, and the budget marked spent where it cut the screening short."""
+        if screened is False:
+            return None
+        if screened is None or screened.status == "budget":
+            self._out_of_budget = True
+        if screened is not None and screened.status != "pass":
+            self._annotate(step, screened, None)
+            return None
+        return screened
 
     def _screen(self, step: int, incumbent: Config, proposal: Proposal,
                 head: _CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
@@ -670,18 +673,9 @@ class Search:
             f"({screened.test.effect:+.3f}): the farthest value the same way goes first "
             "if it scores at least as well on every screening attempt"))
         head = self.head(step, incumbent, proposal)
-        result = self._screen(step, incumbent, proposal, head, tried, history, screened)
-        if result is False:
-            return None
-        if result is None or result.status == "budget":
-            self._out_of_budget = True
-            if result is not None:
-                self._annotate(step, result, None)
-            return None
-        if result.status != "pass":
-            self._annotate(step, result, None)
-            return None
-        return result, head
+        result = self._passing(step, self._screen(step, incumbent, proposal, head, tried,
+                                                  history, screened))
+        return None if result is None else (result, head)
 
     def _room_to_compare(self) -> bool:
         """Whether the budget leaves room to screen the rest of a step before confirming
@@ -697,12 +691,15 @@ class Search:
     def _confirm_passed(self, step: int, incumbent: Config,
                         passed: list[tuple[Screen, _CandidateHead]], tried: set[TriedKey],
                         history: list[EvaluatedConfig]) -> tuple[Move, Config] | None:
-        """Confirm ``passed`` in order until one is promoted or the budget is out, each
-        after its expansion if that passes (:meth:`_expanded`); each left unconfirmed is
-        journaled as skipped, with its screening and its rollouts."""
+        """Confirm ``passed``, the largest screening effect first, until one is promoted
+        or the budget is out, each after its expansion if that passes (:meth:`_expanded`);
+        each left unconfirmed is journaled as skipped, with its screening and its
+        rollouts."""
         promoted: tuple[Move, Config] | None = None
         extended: Screen | None = None  # the candidate whose expansion was promoted
-        for screened, head in passed:
+        # Selection only: the confirmation never reads screening data, so which passing
+        # candidate goes first costs its error guarantee nothing.
+        for screened, head in sorted(passed, key=lambda item: -item[0].test.effect):
             if promoted is None and not self._out_of_budget:
                 expanded = self._expanded(step, incumbent, screened, tried, history)
                 if expanded is not None:
