@@ -192,7 +192,8 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
     from forge.bench import load_bench
     from forge.journal import RunInfo, write_run
     from forge.proposers import build_proposer
-    from forge.search import Search, SearchOptions
+    from forge.search import Search
+    from forge.search_options import SearchOptions
 
     bench = load_bench(bench_path)
     s, r = bench.spec.search, bench.spec.rollouts

@@ -46,7 +46,8 @@ from scipy import stats  # noqa: E402
 
 from forge.bench import BudgetSettings, load_bench  # noqa: E402
 from forge.proposers import SweepProposer  # noqa: E402
-from forge.search import Search, SearchOptions  # noqa: E402
+from forge.search import Search  # noqa: E402
+from forge.search_options import SearchOptions  # noqa: E402
 from forge.sequential import nominal_level  # noqa: E402
 from forge.stats import wilson_interval  # noqa: E402
 

@@ -56,7 +56,9 @@ if _typing.TYPE_CHECKING:
     from forge.rollout import RolloutEngine, derive_seed
     from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
     from forge.scorers import JudgeScorer, Score, Scorer
-    from forge.search import Search, SearchOptions, SearchOutcome
+    from forge.search import Search
+    from forge.search_options import SearchOptions
+    from forge.search_outcome import SearchOutcome
     from forge.spec import Spec
     from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
     from forge.task import ExpectedTool, Task
@@ -131,8 +133,8 @@ _LAZY: dict[str, str] = {
     'Score': 'forge.scorers',
     'Scorer': 'forge.scorers',
     'Search': 'forge.search',
-    'SearchOptions': 'forge.search',
-    'SearchOutcome': 'forge.search',
+    'SearchOptions': 'forge.search_options',
+    'SearchOutcome': 'forge.search_outcome',
     'Spec': 'forge.spec',
     'Interval': 'forge.stats',
     'PairedTest': 'forge.stats',

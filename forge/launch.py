@@ -27,7 +27,9 @@ from forge.progress import SearchProgress
 from forge.proposers import build_proposer
 from forge.records import AnyRecord
 from forge.registry import Config
-from forge.search import Search, SearchOptions, SearchOutcome
+from forge.search import Search
+from forge.search_options import SearchOptions
+from forge.search_outcome import SearchOutcome
 
 __all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
 

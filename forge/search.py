@@ -30,17 +30,15 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from forge.attempt_cache import Rollouts
-from forge.bench import Bench, BudgetSettings
+from forge.bench import Bench
 from forge.confirm import Confirmation, ConfirmOutcome
-from forge.executors import ExecutorSettings
 from forge.gates import score_deltas, tolerance_check
-from forge.journal import JournalWriter, RunOptions
+from forge.journal import JournalWriter
 from forge.memory import MoveMemory, MoveNote
 from forge.moves import Move, apply_move, candidate_moves, expansion, move_kind
 from forge.places import Places, TriedKey
@@ -69,215 +67,21 @@ from forge.records import (
 from forge.registry import Config, EnumSetting
 from forge.results import TaskAttempts
 from forge.screening import Screen, Screening
+from forge.search_options import SearchOptions
+from forge.search_outcome import STOP_TEXT, SearchOutcome
 from forge.session import Session
 from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
 from forge.store import AttemptStore
 
-__all__ = ["STOP_TEXT", "Search", "SearchOptions", "SearchOutcome"]
+__all__ = ["Search"]
 
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R", bound=AnyRecord)
 
 
-@dataclass(frozen=True)
-class SearchOptions:
-    max_steps: int
-    patience: int
-    budget: BudgetSettings
-    k: int
-    seed: int
-    concurrency: int
-    timeout_s: float
-    candidates_per_step: int = 4
-    # The screening chunks and each confirmation look are a 1/chunks share of a split.
-    # Six, measured on the gate benches (40 seeds each, 2026-12-01): rollouts a decision
-    # 283 / 272 (no effect / +10 points) with five, 257 / 243 with six, 246 / 244 with
-    # seven; power 88%, 90%, 93%; on closedform six did best at 5k and 20k.
-    chunks: int = 6
-    # Screening selects with p below this after the last chunk (below a fifth of it
-    # after an earlier one): selection only, it spends none of the error budget.
-    screen_alpha: float = 0.05
-    jumps: bool = True
-    # Once an incumbent has no untried move, its close decisions (weak, or refused by
-    # the dev gate, with a positive screening effect) are screened again on twice the
-    # attempts a task, up to this many times (FocusedILS's runs per config, raised).
-    precision_rounds: int = 2
-    # Confirm the passing candidate of a step with the largest screening effect, not the
-    # first to pass: on walksat at 5k, 0.977 against 0.953 (benchmarks/quality.py); the
-    # others of the step are journaled as skipped, their screening kept by the memory.
-    selection: Literal["first", "best"] = "best"
-    # A proposer's value off the candidate moves (30,810 flips) is tried in the place of
-    # the candidate move nearest it (32,768): without this, TPE's ever new values kept
-    # one setting's moves untried and spent walksat's 20k budget on them.
-    near_values: bool = True
-    # A proposer's move whose place was already tried is journaled (proposal_invalid,
-    # already_tried) as it is dropped; a run from before dropped it without a record.
-    near_copy_records: bool = True
-    # A step that covers an enum setting screens each of its other choices, not one:
-    # choices are unordered, so one of them says nothing of the next, and a step that
-    # drew the wrong one left the right one waiting for a step its setting may not get.
-    # On walksat at 2k (10 seeds): 0.959 against 0.909 (benchmarks/quality.py).
-    enum_choices: bool = True
-    # A hint (a failure signal's direction) leads with the jump halfway to the bound,
-    # the step once the jump is tried: a signal says which way, not how far, and a step
-    # is often too small to screen through (walksat's max_flips x2: +0.047 in truth,
-    # 1,070 rollouts to prove; halfway, x4, +0.06). On triage at 5k (10 seeds): 0.739
-    # with no violation against 0.712 with 2 (benchmarks/quality.py).
-    hint_jumps: bool = True
-    # The improvement gate pairs the val tasks too, not dev's alone (val still has its
-    # own non-inferiority gate): its power is bounded by tasks, not attempts (triage:
-    # a +0.05 move reads p = 0.007 on 110 dev tasks at k 5, 10 and 20 alike). On
-    # triage at 20k (10 seeds): 0.820 against 0.806; power on the effect bench (40
-    # seeds) 93% against 90% (benchmarks/quality.py, benchmarks/gates.py).
-    pooled_improvement: bool = True
-    # Attempts a test task at the end (never fewer than k): the end check's bound is
-    # over the test tasks, from their attempts' noise, so more attempts sharpen it where
-    # more tasks are not to be had (the quickstart's harmful actions against +0.01:
-    # the bound over tasks like them +0.0146 at 5 attempts, over these tasks +0.0071
-    # at 20; benchmarks/end_check.py). 3,300 rollouts more on triage.
-    test_k: int = 20
-    # Before a numeric move that passed screening is confirmed, the farthest value of
-    # its setting the same way is run on its screening attempts (pattern search's
-    # expansion step), and confirmed first if it scores at least as well on every one:
-    # where the dev tasks cannot tell the two apart, the farther value is the one that
-    # still holds where the nearer runs out (walksat: max_flips 16384 and 65536 solve
-    # every dev attempt alike; on test 0.982 and 1.000). One attempt below drops it,
-    # mostly on its first task. Selection only, like every other candidate of a step.
-    expansion: bool = True
-    # A move a tolerance refused is offered first by the memory at an incumbent that has
-    # since brought that metric down against the start (where the memory lets it be
-    # confirmed again), ahead of the moves that lost the last step to the promoted one.
-    # Before, it waited for a proposer to rank it again: walksat's max_flips x4, refused
-    # for flips at the start's noise 0.1, came after those moves once noise 0.6 had
-    # halved the flips, and the budget ran out on them (2k, 10 seeds: 0.999 against
-    # 0.984; benchmarks/quality.py).
-    room_recall: bool = True
-    run_test: bool = True
-    # Where attempts run; decisions are the same whichever (tested), so a resume may
-    # not need the same one, but it uses the journaled one unless told otherwise.
-    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
-
-    @property
-    def test_attempts(self) -> int:
-        """Attempts a test task at the end: ``test_k``, never fewer than ``k``."""
-        return max(self.k, self.test_k)
-
-    def journal_form(self, *, proposer: str, proposer_info: dict[str, Any] | None,
-                     first_moves: list[Move]) -> RunOptions:
-        """The options as ``run.json`` keeps them, with the proposer's description."""
-        return RunOptions(max_steps=self.max_steps, patience=self.patience,
-                          budget=self.budget, k=self.k,
-                          candidates_per_step=self.candidates_per_step, chunks=self.chunks,
-                          screen_alpha=self.screen_alpha, jumps=self.jumps,
-                          precision_rounds=self.precision_rounds, selection=self.selection,
-                          near_values=self.near_values,
-                          near_copy_records=self.near_copy_records,
-                          enum_choices=self.enum_choices, hint_jumps=self.hint_jumps,
-                          pooled_improvement=self.pooled_improvement,
-                          test_k=self.test_k, expansion=self.expansion,
-                          room_recall=self.room_recall, executor=self.executor,
-                          proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
-                          concurrency=self.concurrency)
-
-    @classmethod
-    def from_journal(cls, o: RunOptions, *, seed: int, concurrency: int, timeout_s: float,
-                     executor: ExecutorSettings | None = None) -> SearchOptions:
-        """The options a run was started with, for its resume; ``concurrency`` is used
-        where the run did not journal one, ``executor`` instead of the journaled one."""
-        defaults = cls(max_steps=0, patience=1, budget=o.budget, k=1, seed=0,
-                       concurrency=1, timeout_s=1.0)
-        return cls(max_steps=o.max_steps, patience=o.patience, budget=o.budget, k=o.k,
-                   seed=seed, concurrency=o.concurrency or concurrency, timeout_s=timeout_s,
-                   candidates_per_step=o.candidates_per_step, chunks=o.chunks,
-                   screen_alpha=(defaults.screen_alpha if o.screen_alpha is None
-                                 else o.screen_alpha),
-                   jumps=defaults.jumps if o.jumps is None else o.jumps,
-                   # A run journaled before precision rounds existed resumes without them.
-                   precision_rounds=o.precision_rounds or 0,
-                   # Likewise one from before these two: the first to pass, exact values.
-                   selection=o.selection or "first", near_values=bool(o.near_values),
-                   near_copy_records=bool(o.near_copy_records),
-                   enum_choices=bool(o.enum_choices), hint_jumps=bool(o.hint_jumps),
-                   pooled_improvement=bool(o.pooled_improvement),
-                   # And before the test split had attempts of its own: k of them.
-                   test_k=o.test_k or o.k, expansion=bool(o.expansion),
-                   room_recall=bool(o.room_recall),
-                   executor=executor or o.executor)
-
-
-@dataclass(frozen=True)
-class SearchOutcome:
-    """A finished search: its ``end`` record, what ``forge search --json`` prints
-    (:meth:`as_json`, a frozen contract), and the journal's records as written (each
-    line's JSON object), for scripts that want them too."""
-
-    end: EndRecord
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def run_id(self) -> str:
-        return self.end.run_id
-
-    @property
-    def stop_reason(self) -> str:
-        return self.end.stop_reason
-
-    @property
-    def steps(self) -> int:
-        return self.end.steps
-
-    @property
-    def promotions(self) -> list[dict[str, Any]]:
-        """``{step, target, before, after}`` per promotion, in order."""
-        return [p.model_dump() for p in self.end.promotions]
-
-    @property
-    def start_config(self) -> dict[str, Any]:
-        return dict(self.end.start_config)
-
-    @property
-    def final_config(self) -> dict[str, Any]:
-        return dict(self.end.final_config)
-
-    @property
-    def rollouts_used(self) -> int:
-        return self.end.rollouts_used
-
-    @property
-    def dev(self) -> dict[str, Any]:
-        """Start against final on dev: ``{start, final, delta, ci_low, ci_high}``."""
-        return self.end.dev.as_json()
-
-    @property
-    def val(self) -> dict[str, Any]:
-        """As :attr:`dev`, on val; ``{}`` for a bench without a val split."""
-        return self.end.val.as_json()
-
-    @property
-    def test(self) -> dict[str, Any]:
-        """As :attr:`dev`, on test; ``{}`` when the test split was not evaluated."""
-        return self.end.test.as_json()
-
-    def as_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
-                "promotions": self.promotions, "start_config": self.start_config,
-                "final_config": self.final_config, "rollouts_used": self.rollouts_used,
-                "dev": self.dev, "val": self.val, "test": self.test}
-
-
 #: The fields of every candidate record of one proposal; called with the rest.
 _CandidateHead = partial[CandidateRecord]
-
-STOP_TEXT: dict[StopReason, str] = {
-    "max_steps": "reached max_steps",
-    "patience": "no promotion in `patience` steps in a row",
-    "budget_rollouts": "rollout budget spent",
-    "budget_cost": "cost budget spent",
-    "budget_wall_time": "wall-time budget spent",
-    "local_optimum": "no untried move (step or jump) of the incumbent is left, nor a "
-                     "close one to screen again with more attempts",
-}
 
 
 class Search:

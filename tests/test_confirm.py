@@ -15,7 +15,9 @@ from conftest import search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
 from forge.proposers import SweepProposer
-from forge.search import Search, SearchOptions, SearchOutcome
+from forge.search import Search
+from forge.search_options import SearchOptions
+from forge.search_outcome import SearchOutcome
 
 # Outcomes fixed by the task, not the seed: the incumbent passes the even tasks; boost
 # passes these too and 3 of every 8 odd ones. On 8 dev tasks that is +0.375 with p =

@@ -208,7 +208,7 @@ def test_search_json_and_journal_are_the_golden_ones(
 
 def test_a_run_journaled_before_precision_rounds_resumes_without_them() -> None:
     from forge.journal import RunOptions
-    from forge.search import SearchOptions
+    from forge.search_options import SearchOptions
 
     options = RunOptions.model_validate(load_golden("run.json")["options"])
     assert options.precision_rounds == 2

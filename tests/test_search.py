@@ -26,7 +26,9 @@ from forge.moves import Move
 from forge.proposers import Proposal, Proposer, SearchView
 from forge.records import AnyRecord
 from forge.registry import Config
-from forge.search import STOP_TEXT, Search, SearchOptions, SearchOutcome
+from forge.search import Search
+from forge.search_options import SearchOptions
+from forge.search_outcome import STOP_TEXT, SearchOutcome
 from forge.stats import spent_alpha
 
 K = 4

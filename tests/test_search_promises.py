@@ -38,7 +38,9 @@ from forge.proposers import SearchView as ProposerView
 from forge.records import parse_record
 from forge.registry import Config
 from forge.report.live import SearchView
-from forge.search import Search, SearchOptions, SearchOutcome
+from forge.search import Search
+from forge.search_options import SearchOptions
+from forge.search_outcome import SearchOutcome
 
 K = 4
 

@@ -23,12 +23,13 @@ import pytest
 from conftest import COIN_HARNESS, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
-from forge.journal import RunOptions
 from forge.launch import launch_search, resume_search
 from forge.moves import Move
 from forge.proposers import Proposal, Proposer, ReflectProposer, SearchView, SweepProposer
 from forge.registry import Config
-from forge.search import Search, SearchOptions, SearchOutcome
+from forge.search import Search
+from forge.search_options import SearchOptions
+from forge.search_outcome import SearchOutcome
 
 K = 4
 
@@ -114,26 +115,6 @@ def test_with_little_budget_left_the_first_to_pass_is_confirmed_at_once(
         assert len(passed) == 1 and passed[0] is records[-1]
         assert passed[0]["verdict"] == "promoted" or passed[0]["why"] == (
             "budget spent during confirmation")
-
-
-def test_a_run_journaled_before_best_selection_resumes_confirming_the_first() -> None:
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
-                            concurrency=1, timeout_s=1.0)
-    new = options.journal_form(proposer="sweep", proposer_info=None, first_moves=[])
-    assert (new.selection, new.near_values) == ("best", True)
-    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                     if k not in {"selection", "near_values"}})
-    assert "selection" not in old.model_dump(mode="json")  # written back as it was
-    resumed = [SearchOptions.from_journal(o, seed=1, concurrency=1, timeout_s=1.0)
-               for o in (new, old)]
-    assert [(o.selection, o.near_values) for o in resumed] == [("best", True),
-                                                               ("first", False)]
-    # Nor did it journal a proposer's near copies: resumed, it drops them silently again.
-    older = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                       if k != "near_copy_records"})
-    assert new.near_copy_records is True
-    assert SearchOptions.from_journal(older, seed=1, concurrency=1,
-                                      timeout_s=1.0).near_copy_records is False
 
 
 # -- enum choices ------------------------------------------------------------------------------
@@ -315,39 +296,6 @@ def test_a_run_cut_after_its_expansion_resumes_to_the_same_decisions(tmp_path: P
                 for line in lines]
 
     assert stable(resumed) == stable(full)
-
-
-@pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement",
-                                   "expansion", "room_recall"])
-def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
-    # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
-    # step before its jump; pooled_improvement absent: the improvement gate on dev's
-    # tasks alone; expansion absent: no farther value screened beside a passing move;
-    # room_recall absent: a move a tolerance refused is not offered by the memory.
-    # Either way the replay of an old journal does not diverge.
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
-                            concurrency=1, timeout_s=1.0)
-    new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
-    assert getattr(new, field) is True
-    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                     if k != field})
-    assert field not in old.model_dump(mode="json")
-    resumed = SearchOptions.from_journal(old, seed=1, concurrency=1, timeout_s=1.0)
-    assert getattr(resumed, field) is False
-    assert getattr(SearchOptions.from_journal(new, seed=1, concurrency=1, timeout_s=1.0),
-                   field) is True
-
-
-def test_a_run_journaled_before_test_k_runs_its_test_split_at_k() -> None:
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
-                            concurrency=1, timeout_s=1.0)
-    new = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
-    assert new.test_k == 20
-    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
-                                     if k != "test_k"})
-    assert "test_k" not in old.model_dump(mode="json")
-    assert SearchOptions.from_journal(old, seed=1, concurrency=1, timeout_s=1.0).test_k == K
-    assert SearchOptions.from_journal(new, seed=1, concurrency=1, timeout_s=1.0).test_k == 20
 
 
 # -- near values -------------------------------------------------------------------------------

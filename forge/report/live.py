@@ -24,7 +24,7 @@ from forge.records import (
 )
 
 if TYPE_CHECKING:
-    from forge.search import SearchOutcome
+    from forge.search_outcome import SearchOutcome
 
 __all__ = ["SearchView", "clock", "live_progress", "render_progress"]
 
