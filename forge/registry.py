@@ -196,7 +196,10 @@ class FloatSetting(_SettingBase):
 
     def snap(self, value: Any) -> float:
         x = min(max(float(value), self.min), self.max)
-        if self.step is None or self.scale == "log":
+        if self.scale == "log":  # at its own magnitude, as the log grid's points; a bound
+            return x if x in (self.min, self.max) else min(max(_round_float(x, x), self.min),
+                                                           self.max)
+        if self.step is None:
             return _round_float(x, max(abs(self.min), abs(self.max)))
         snapped = self.min + round((x - self.min) / self.step) * self.step
         return min(_round_float(snapped, max(abs(self.min), abs(self.max))), self.max)
@@ -204,8 +207,13 @@ class FloatSetting(_SettingBase):
     def jumps(self, value: Any, points: int = JUMP_POINTS) -> list[Scalar]:
         v = self.check(value)
         if self.scale == "log":
-            ratio = (self.max / self.min) ** (1 / (points - 1))
-            grid = [_round_float(self.min * ratio ** i, self.max) for i in range(points)]
+            # In logs, and max itself last: max / min or a power of the ratio overflows
+            # a range up to the largest float, though every point of the grid is inside.
+            # Each point rounded at its own magnitude: at max's, those of a range of
+            # many decades rounded to zero.
+            lo, d = math.log(self.min), (math.log(self.max) - math.log(self.min)) / (points - 1)
+            grid = [_round_float(x, x) for x in (math.exp(lo + i * d) for i in range(points - 1))]
+            grid.append(self.max)
         else:
             span = self.max - self.min
             # A step tiny against the range (even a denormal one) is a dense grid: six

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+import sys
 from typing import Any
 
 import pytest
@@ -503,6 +506,29 @@ def test_every_candidate_move_jumps_included_changes_one_setting_and_inverts_exa
         assert back == config and back.fingerprint == config.fingerprint
         kind = move_kind(registry, move)
         assert kind == ("step" if (move.target, repr(move.after)) in steps else "jump")
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(1.0, sys.float_info.max),
+                                         (5e-324, sys.float_info.max), (1e-6, 1.0)])
+def test_a_log_float_jumps_across_every_decade_of_its_range(lo: float, hi: float) -> None:
+    # A range up to the largest float overflowed max / min's powers (found by the property
+    # above); rounded at max's magnitude, its inner points were all zero, clamped to min.
+    reg = make_registry(x=float_setting(lo, hi, lo, scale="log"))
+    jumps = [m.after for m in candidate_moves(reg, reg.defaults())
+             if m.target == "x" and move_kind(reg, m) == "jump"]
+    assert len(jumps) == 5 and jumps[-1] == hi and all(lo < x <= hi for x in jumps)
+    # Evenly spread in logs: each point about the same factor above the last.
+    logs = [math.log(x) for x in jumps]
+    gaps = [b - a for a, b in itertools.pairwise(logs)]
+    assert max(gaps) - min(gaps) < 1e-6 * max(gaps)
+
+
+def test_a_log_float_keeps_a_proposed_value_at_its_own_magnitude() -> None:
+    # Snapped at the bound's magnitude, 3.7e10 in [1, max float] became min.
+    setting = float_setting(1.0, sys.float_info.max, 1.0, scale="log")
+    assert setting.snap(3.7e10) == 3.7e10
+    assert setting.snap(math.inf) == sys.float_info.max and setting.snap(0.5) == 1.0
+    assert float_setting(1e-6, 1.0, 1e-3, scale="log").snap(1 / 3 * 1e-4) == 3.33333333333e-05
 
 
 # --------------------------------------------------------------------------- expansion
