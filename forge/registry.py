@@ -20,6 +20,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -57,6 +58,8 @@ __all__ = [
 Scalar = bool | int | float | str
 #: Points of the coarse grid a numeric setting's jumps are drawn from (ends included).
 JUMP_POINTS = 6
+#: The largest bound an int setting may have: every integer up to it is a float too.
+INT_BOUND = 2 ** 53
 _FLOAT_DIGITS = 12  # significant digits kept: 0.7 + 0.1 lands on 0.8, not 0.7999999999999999
 
 
@@ -110,6 +113,16 @@ class IntSetting(_SettingBase):
     step: int = Field(default=1, gt=0)
     default: StrictInt  # a YAML `true` must not pass as 1
     scale: Literal["linear", "log"] = "linear"
+
+    @field_validator("min", "max")
+    @classmethod
+    def _exact_in_a_float(cls, value: int) -> int:
+        # Beyond 2**53 floats skip integers: a proposer's model (optuna's, in floats)
+        # raised OverflowError on every step, and a snapped value could miss the grid.
+        if abs(value) > INT_BOUND:
+            raise ValueError(f"expected an integer within ±2**53 ({INT_BOUND}), got "
+                             f"{_shown(value)}")
+        return value
 
     @model_validator(mode="after")
     def _bounds(self) -> IntSetting:
@@ -166,6 +179,11 @@ class FloatSetting(_SettingBase):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be a finite number")
         _check_bounds(self.min, self.max, self.default, self.scale)
+        if not math.isfinite(self.max - self.min):
+            # Its steps and its grid are fractions of the range, and a proposer's model
+            # (optuna's) samples within it: each refused it on every step.
+            raise ValueError(f"max - min must be a finite number, got {self.max:g} - "
+                             f"{self.min:g}")
         return self
 
     @property

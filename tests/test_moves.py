@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from forge.errors import MoveError, StaleMoveError, UserError
 from forge.moves import Move, apply_move, candidate_moves, expansion, move_kind, neighbourhood
 from forge.registry import (
+    INT_BOUND,
     BoolSetting,
     Config,
     EnumSetting,
@@ -344,7 +345,9 @@ POSITIVE_FLOATS = st.one_of(CLEAN_FLOATS.filter(lambda x: x > 0),
 def int_settings(draw: st.DrawFn) -> IntSetting:
     scale = draw(st.sampled_from(["linear", "log"]))
     lo = draw(st.integers(1 if scale == "log" else -(10**6), 10**6))
-    hi = lo + draw(st.one_of(st.integers(0, 20), st.integers(0, 10**9)))
+    # Up to the largest bound a registry accepts, as the floats reach float max.
+    hi = lo + draw(st.one_of(st.integers(0, 20), st.integers(0, 10**9),
+                             st.just(INT_BOUND - lo)))
     step = draw(st.one_of(st.integers(1, 5), st.integers(1, 10**9)))
     default = draw(st.integers(lo, hi))
     return int_setting(lo, hi, default, step=step, scale=scale)
@@ -357,6 +360,8 @@ def float_settings(draw: st.DrawFn) -> FloatSetting:
     if scale == "log" and b <= 0:
         b = a
     lo, hi = min(a, b), max(a, b)
+    if not math.isfinite(hi - lo):  # a registry refuses such a range: the widest it takes
+        lo = hi - sys.float_info.max
     step = draw(st.one_of(st.none(), POSITIVE_FLOATS))
     default = draw(st.one_of(st.just(lo), st.just(hi), st.floats(lo, hi)))
     return float_setting(lo, hi, default, step=step, scale=scale)

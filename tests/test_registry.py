@@ -680,6 +680,43 @@ def test_a_float_bound_that_is_not_finite_is_refused(tmp_path: Path, field: str,
     assert info.value.line == 3 and ("finite" in str(info.value) or "digits" in str(info.value))
 
 
+@pytest.mark.parametrize("field, text", [("max", str(2 ** 53 + 1)), ("min", str(-(2 ** 53) - 1)),
+                                         ("max", "1" + "0" * 300)])
+def test_an_int_bound_beyond_what_floats_count_exactly_is_refused(
+        tmp_path: Path, field: str, text: str) -> None:
+    # Within it, a proposer's model (optuna's, in floats) works; past it, it raised
+    # OverflowError on every step and the search went on without proposals.
+    values = {"min": "1", "max": "10", "default": "1", field: text}
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsettings:\n  n: {type: int, "
+                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
+                    encoding="utf-8")
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    assert info.value.line == 3 and f"settings.n.{field}: expected an integer within ±2**53" \
+        in str(info.value)
+    values[field] = str(2 ** 53 if field == "max" else -(2 ** 53))
+    path.write_text("name: r\nsettings:\n  n: {type: int, "
+                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
+                    encoding="utf-8")
+    assert load_registry(path).settings["n"].max >= 10  # the bound itself is accepted
+
+
+def test_a_float_range_wider_than_the_largest_float_is_refused(tmp_path: Path) -> None:
+    # Each bound finite, their difference not: a proposer's model (optuna's) refused the
+    # range on every step, and a tenth of it as the step was infinite.
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsettings:\n  w: {type: float, min: -1.7e308, max: 1.7e308, "
+                    "default: 0.0}\n", encoding="utf-8")
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    assert info.value.line == 3 and "settings.w: max - min must be a finite number" in str(
+        info.value)
+    path.write_text("name: r\nsettings:\n  w: {type: float, min: 0.0, max: 1.7e308, "
+                    "default: 0.0}\n", encoding="utf-8")
+    assert load_registry(path).settings["w"].max == 1.7e308  # the widest it takes
+
+
 @pytest.mark.parametrize("choice", [".inf", ".nan", '"\\ud800"'])
 def test_an_enum_choice_that_is_not_a_finite_value_or_text_is_refused(
         tmp_path: Path, choice: str) -> None:
