@@ -665,18 +665,23 @@ def test_more_enum_choices_than_the_bound_are_refused(tmp_path: Path) -> None:
         load_registry(path)
 
 
+def one_setting(tmp_path: Path, name: str, kind: str, values: dict[str, str]) -> Path:
+    """A registry file of one setting ``name`` of type ``kind``, on line 3."""
+    path = tmp_path / "r.yaml"
+    path.write_text(f"name: r\nsettings:\n  {name}: {{type: {kind}, "
+                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
+                    encoding="utf-8")
+    return path
+
+
 @pytest.mark.parametrize("field, text", [
     ("max", ".inf"), ("min", "-.inf"), ("step", ".inf"), ("default", ".nan"),
     ("max", "1" + "0" * 1200)])
 def test_a_float_bound_that_is_not_finite_is_refused(tmp_path: Path, field: str,
                                                      text: str) -> None:
     values = {"min": "0.0", "max": "1.0", "step": "0.1", "default": "0.5", field: text}
-    path = tmp_path / "r.yaml"
-    path.write_text("name: r\nsettings:\n  t: {type: float, "
-                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
-                    encoding="utf-8")
     with pytest.raises(RegistryError) as info:
-        load_registry(path)
+        load_registry(one_setting(tmp_path, "t", "float", values))
     assert info.value.line == 3 and ("finite" in str(info.value) or "digits" in str(info.value))
 
 
@@ -687,34 +692,25 @@ def test_an_int_bound_beyond_what_floats_count_exactly_is_refused(
     # Within it, a proposer's model (optuna's, in floats) works; past it, it raised
     # OverflowError on every step and the search went on without proposals.
     values = {"min": "1", "max": "10", "default": "1", field: text}
-    path = tmp_path / "r.yaml"
-    path.write_text("name: r\nsettings:\n  n: {type: int, "
-                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
-                    encoding="utf-8")
     with pytest.raises(RegistryError) as info:
-        load_registry(path)
+        load_registry(one_setting(tmp_path, "n", "int", values))
     assert info.value.line == 3 and f"settings.n.{field}: expected an integer within ±2**53" \
         in str(info.value)
     values[field] = str(2 ** 53 if field == "max" else -(2 ** 53))
-    path.write_text("name: r\nsettings:\n  n: {type: int, "
-                    + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}\n",
-                    encoding="utf-8")
-    assert load_registry(path).settings["n"].max >= 10  # the bound itself is accepted
+    # The bound itself is accepted.
+    assert load_registry(one_setting(tmp_path, "n", "int", values)).settings["n"].max >= 10
 
 
 def test_a_float_range_wider_than_the_largest_float_is_refused(tmp_path: Path) -> None:
     # Each bound finite, their difference not: a proposer's model (optuna's) refused the
     # range on every step, and a tenth of it as the step was infinite.
-    path = tmp_path / "r.yaml"
-    path.write_text("name: r\nsettings:\n  w: {type: float, min: -1.7e308, max: 1.7e308, "
-                    "default: 0.0}\n", encoding="utf-8")
+    values = {"min": "-1.7e308", "max": "1.7e308", "default": "0.0"}
     with pytest.raises(RegistryError) as info:
-        load_registry(path)
+        load_registry(one_setting(tmp_path, "w", "float", values))
     assert info.value.line == 3 and "settings.w: max - min must be a finite number" in str(
         info.value)
-    path.write_text("name: r\nsettings:\n  w: {type: float, min: 0.0, max: 1.7e308, "
-                    "default: 0.0}\n", encoding="utf-8")
-    assert load_registry(path).settings["w"].max == 1.7e308  # the widest it takes
+    widest = one_setting(tmp_path, "w", "float", {**values, "min": "0.0"})
+    assert load_registry(widest).settings["w"].max == 1.7e308
 
 
 @pytest.mark.parametrize("choice", [".inf", ".nan", '"\\ud800"'])
