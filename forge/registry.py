@@ -20,7 +20,6 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -108,21 +107,14 @@ class _SettingBase(BaseModel):
 
 class IntSetting(_SettingBase):
     type: Literal["int"]
-    min: int
-    max: int
+    # Within ±2**53, where floats count every integer: past it a proposer's model
+    # (optuna's, in floats) raised OverflowError on every step, and a snapped value
+    # could miss the grid. As bounds of the field, editors see them in the schema too.
+    min: int = Field(ge=-INT_BOUND, le=INT_BOUND)
+    max: int = Field(ge=-INT_BOUND, le=INT_BOUND)
     step: int = Field(default=1, gt=0)
     default: StrictInt  # a YAML `true` must not pass as 1
     scale: Literal["linear", "log"] = "linear"
-
-    @field_validator("min", "max")
-    @classmethod
-    def _exact_in_a_float(cls, value: int) -> int:
-        # Beyond 2**53 floats skip integers: a proposer's model (optuna's, in floats)
-        # raised OverflowError on every step, and a snapped value could miss the grid.
-        if abs(value) > INT_BOUND:
-            raise ValueError(f"expected an integer within ±2**53 ({INT_BOUND}), got "
-                             f"{_shown(value)}")
-        return value
 
     @model_validator(mode="after")
     def _bounds(self) -> IntSetting:
