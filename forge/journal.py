@@ -90,6 +90,9 @@ class RunOptions(BaseModel):
     #: And whether the memory offers a move a tolerance refused, first, at an incumbent
     #: that has made room under that tolerance since (absent: no).
     room_recall: bool | None = None
+    #: False when the run leaves the test split alone (a library caller's choice; the
+    #: CLI always runs it); absent: it runs it, as every run did before this was kept.
+    run_test: bool | None = None
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
     proposer: str = "auto"
     #: What the proposer says about itself (the llm proposer: its endpoint and model);
@@ -104,7 +107,7 @@ class RunOptions(BaseModel):
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
                     "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
-                    "expansion", "room_recall"):
+                    "expansion", "room_recall", "run_test"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -116,7 +116,8 @@ class SearchOptions:
                           enum_choices=self.enum_choices, hint_jumps=self.hint_jumps,
                           pooled_improvement=self.pooled_improvement,
                           test_k=self.test_k, expansion=self.expansion,
-                          room_recall=self.room_recall, executor=self.executor,
+                          room_recall=self.room_recall,
+                          run_test=None if self.run_test else False, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
 
@@ -142,6 +143,6 @@ class SearchOptions:
                    pooled_improvement=bool(o.pooled_improvement),
                    # And before the test split had attempts of its own: k of them.
                    test_k=o.test_k or o.k, expansion=bool(o.expansion),
-                   room_recall=bool(o.room_recall),
+                   room_recall=bool(o.room_recall), run_test=o.run_test is not False,
                    executor=executor or o.executor)
 

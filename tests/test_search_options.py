@@ -21,20 +21,24 @@ K = 4
 
 
 def test_every_option_a_run_started_with_is_the_one_its_resume_runs_with() -> None:
-    # Every field off its default, so that one dropped on the way would show; but
-    # run_test, which run.json does not keep (only a library caller of Search sets it).
+    # Every field off its default, so that one dropped on the way would show.
     options = SearchOptions(
         max_steps=7, patience=3, budget=BudgetSettings(rollouts=1234, cost=2.5), k=3,
         seed=11, concurrency=2, timeout_s=9.0, candidates_per_step=5, chunks=4,
         screen_alpha=0.1, jumps=False, precision_rounds=1, selection="first",
         near_values=False, near_copy_records=False, enum_choices=False, hint_jumps=False,
         pooled_improvement=False, test_k=8, expansion=False, room_recall=False,
-        run_test=True, executor=ExecutorSettings("process", workers=2))
+        run_test=False, executor=ExecutorSettings("process", workers=2))
     journaled = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
     # Through the file: run.json is JSON, and a resume reads it back from there.
     read = RunOptions.model_validate(json.loads(json.dumps(journaled.model_dump(mode="json"))))
     resumed = SearchOptions.from_journal(read, seed=11, concurrency=1, timeout_s=9.0)
     assert resumed == options
+    # Run with the test split, as the CLI always is, run.json says nothing of it: as before.
+    default = dataclasses.replace(options, run_test=True).journal_form(
+        proposer="auto", proposer_info=None, first_moves=[])
+    assert "run_test" not in default.model_dump(mode="json")
+    assert SearchOptions.from_journal(default, seed=11, concurrency=1, timeout_s=9.0).run_test
     # None of the fields is left out of this test: one added later must be added here.
     assert {f.name for f in dataclasses.fields(SearchOptions)} == {
         "max_steps", "patience", "budget", "k", "seed", "concurrency", "timeout_s",
