@@ -16,6 +16,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JUDGED_CHARS",
     "MAX_K",
+    "MAX_METRIC",
     "MAX_NESTING",
     "MAX_OUTPUT_BYTES",
     "MAX_TASKS",
@@ -53,6 +54,10 @@ MAX_CHOICES = 10_000
 #: One attempt's output as JSON (a Python harness's ``RunOutput``), as the command
 #: harness bounds its stdout: more is an ``error``, and nothing of it is stored.
 MAX_OUTPUT_BYTES = 16 * 2**20
+#: Magnitude of one attempt's cost or metric value. Far above any real one, and low
+#: enough that sums and squares over every attempt of an evaluation stay finite: a
+#: cost of 1.7e308 on some attempts made a search's means overflow, and it died.
+MAX_METRIC = 1e100
 #: Characters of each text the ``judge`` scorer fences into its prompt (the output,
 #: the task input, the reference); the rest is cut, and the prompt says so.
 MAX_JUDGED_CHARS = 100_000

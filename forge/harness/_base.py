@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from forge._files import validation_problem
-from forge.bounds import MAX_OUTPUT_BYTES
+from forge.bounds import MAX_METRIC, MAX_OUTPUT_BYTES
 from forge.spec import Plugin, PluginRegistry
 from forge.task import Task
 
@@ -81,8 +81,13 @@ class RunOutput(BaseModel):
         for name, metric in output.metrics.items():
             if not math.isfinite(metric):
                 raise ValueError(f"invalid output: metric {name!r} is {metric}")
+            if abs(metric) > MAX_METRIC:
+                raise ValueError(f"invalid output: metric {name!r} is {metric:g}, beyond "
+                                 f"±{MAX_METRIC:g}")
         if output.cost is not None and not math.isfinite(output.cost):
             raise ValueError(f"invalid output: cost is {output.cost}")
+        if output.cost is not None and abs(output.cost) > MAX_METRIC:
+            raise ValueError(f"invalid output: cost is {output.cost:g}, beyond ±{MAX_METRIC:g}")
         # Measured before it is serialised: a 200 MB output must not be copied to learn
         # that it is too big, nor one that contains itself be walked forever.
         if _size_at_least(output, MAX_OUTPUT_BYTES + 1):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forge.bounds import MAX_OUTPUT_BYTES
+from forge.bounds import MAX_METRIC, MAX_OUTPUT_BYTES
 from forge.harness import RunOutput
 
 
@@ -17,6 +17,9 @@ from forge.harness import RunOutput
     ({"output": 1, "bogus": True}, "invalid output: bogus: unknown field"),
     ([1], "invalid output: expected RunOutput or dict, got list"),
     ({"metrics": {"m": float("nan")}}, "invalid output: metric 'm' is nan"),
+    # Finite but past what sums over an evaluation can hold: a search's means overflowed.
+    ({"metrics": {"m": 1.7e308}}, "invalid output: metric 'm' is 1.7e+308, beyond ±1e+100"),
+    ({"cost": -1e101}, "invalid output: cost is -1e+101, beyond ±1e+100"),
     ({"output": threading.Lock()}, "output cannot be serialised"),
 ])
 def test_run_output_coerce_says_what_is_wrong(value: Any, message: str) -> None:
@@ -28,6 +31,7 @@ def test_run_output_coerce_says_what_is_wrong(value: Any, message: str) -> None:
 def test_run_output_coerce_keeps_a_valid_output() -> None:
     out = RunOutput.coerce({"output": "x", "metrics": {"m": 1.0}})
     assert out == RunOutput(output="x", metrics={"m": 1.0})
+    assert RunOutput.coerce({"cost": MAX_METRIC, "metrics": {"m": -MAX_METRIC}}).cost == 1e100
     assert RunOutput.coerce(out) is out
 
 
