@@ -374,11 +374,13 @@ class Confirmation:
         for metric, gate in self.aux.items():
             if gate.open:
                 info = self.aux_info.get(metric)
-                shown = ("" if info is None else " " + aux_text(
-                    metric, self.bench.spec.metrics[metric], float(info["before"]),
-                    float(info["after"]), float(info["bound"]), float(info["allowed"])))
-                gate.decide(False, f"aux:{metric}:{shown} not shown within the allowance "
-                                   "(vs the start config)", **(info or {}))
+                # The gate's name heads its reason where it is shown: not repeated here.
+                shown = (f"{metric}: on no task did both report it" if info is None
+                         else aux_text(metric, self.bench.spec.metrics[metric],
+                                       float(info["before"]), float(info["after"]),
+                                       float(info["bound"]), float(info["allowed"])))
+                gate.decide(False, f"{shown}: not shown within the allowance (vs the start "
+                                   "config)", **(info or {}))
 
     def _floors(self) -> list[GateResult]:
         checks = [("dev", self._get(self.inc, "dev"), self._get(self.cand, "dev"))]

@@ -168,3 +168,34 @@ def test_a_move_at_the_edge_of_a_tolerance_is_promoted_in_at_most_alpha_of_searc
     # At most alpha = 5% in expectation: 3 of 60. Binomial(60, 0.05) exceeds 7 with
     # probability 0.9%; the seeds are fixed, so the test is deterministic.
     assert len(promoted) <= 7
+
+
+#: boost passes every task but reports no cost: nothing can show its cost is within.
+SILENT_COST = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    if config["boost"]:
+        return {"output": task.expected, "metrics": {"wait_ms": 100.0, "harm": 0.0,
+                                                     "steps": 2.0}}
+    return {"output": task.expected if random.Random(ctx.seed).random() < 0.5 else "wrong",
+            "cost": 1.0, "metrics": {"wait_ms": 100.0, "harm": 0.0, "steps": 2.0}}
+"""
+
+
+def test_a_candidate_that_reports_no_value_of_a_metric_is_refused_by_its_tolerance(
+        tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", SILENT_COST, registry=TOLERANCE_REGISTRY,
+                              k=4, metrics=FOUR_TOLERANCES)
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4, seed=1,
+                            concurrency=4, timeout_s=10.0, run_test=False)
+    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
+                                 run_id="run", folder=folder).run())
+    assert record["verdict"] == "rejected"
+    failed = {g["name"]: g["reason"] for g in record["gates"] if not g["passed"]}
+    # The other gates passed: only the metric it never reported stands in its way, and
+    # the reason says why in the gate's own words, its name not repeated.
+    assert failed == {"aux:cost": "cost: on no task did both report it: not shown within "
+                                  "the allowance (vs the start config)"}
