@@ -261,10 +261,11 @@ def test_an_exception_is_an_error_with_its_message(make_bench: MakeBench, kind: 
     ("return {'output': object()}", "serialis"),
     ("return {'output': task.expected, 'metrics': {'m': float('nan')}}", "'m'"),
     ("return {'output': task.expected, 'cost': float('inf')}", "cost"),
-    ("return {'output': task.expected, 'cost': 1.7e308}", "beyond"),
+    ("return {'output': task.expected, 'cost': 1.7e308}", "expected 0 to"),
+    ("return {'output': task.expected, 'cost': -1.0}", "expected 0 to"),
     ("return {'output': task.expected, 'usage': {'input_tokens': -1}}", "input_tokens"),
 ], ids=["list", "none", "str", "unknown-field", "object", "nan-metric", "inf-cost",
-        "huge-cost", "negative-tokens"])
+        "huge-cost", "negative-cost", "negative-tokens"])
 def test_garbage_output_is_an_error_and_the_evaluation_continues(
         make_bench: MakeBench, tmp_path: Path, body: str, message: str) -> None:
     source = f"""

@@ -62,8 +62,9 @@ class RunOutput(BaseModel):
         """What a harness returned, as a RunOutput whose content survives JSON.
 
         ``ValueError`` says what is wrong with it: not a RunOutput or a dict of its
-        fields, a non-finite metric or cost, content that cannot be serialised, or more
-        than :data:`~forge.bounds.MAX_OUTPUT_BYTES` of it as JSON (16 MiB, the command
+        fields, a non-finite metric or cost, one beyond :data:`~forge.bounds.MAX_METRIC`
+        or a negative cost, content that cannot be serialised, or more than
+        :data:`~forge.bounds.MAX_OUTPUT_BYTES` of it as JSON (16 MiB, the command
         harness's bound on its stdout).
         """
         if isinstance(value, RunOutput):
@@ -86,8 +87,11 @@ class RunOutput(BaseModel):
                                  f"±{MAX_METRIC:g}")
         if output.cost is not None and not math.isfinite(output.cost):
             raise ValueError(f"invalid output: cost is {output.cost}")
-        if output.cost is not None and abs(output.cost) > MAX_METRIC:
-            raise ValueError(f"invalid output: cost is {output.cost:g}, beyond ±{MAX_METRIC:g}")
+        if output.cost is not None and not 0 <= output.cost <= MAX_METRIC:
+            # Money spent is never negative: a negative cost would refund a cost budget
+            # and pass any cost tolerance.
+            raise ValueError(f"invalid output: cost is {output.cost:g}, expected 0 to "
+                             f"{MAX_METRIC:g}")
         # Measured before it is serialised: a 200 MB output must not be copied to learn
         # that it is too big, nor one that contains itself be walked forever.
         if _size_at_least(output, MAX_OUTPUT_BYTES + 1):

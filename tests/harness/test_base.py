@@ -19,7 +19,9 @@ from forge.harness import RunOutput
     ({"metrics": {"m": float("nan")}}, "invalid output: metric 'm' is nan"),
     # Finite but past what sums over an evaluation can hold: a search's means overflowed.
     ({"metrics": {"m": 1.7e308}}, "invalid output: metric 'm' is 1.7e+308, beyond ±1e+100"),
-    ({"cost": -1e101}, "invalid output: cost is -1e+101, beyond ±1e+100"),
+    ({"cost": 1e101}, "invalid output: cost is 1e+101, expected 0 to 1e+100"),
+    # Money spent is never negative: it would refund a cost budget.
+    ({"cost": -0.001}, "invalid output: cost is -0.001, expected 0 to 1e+100"),
     ({"output": threading.Lock()}, "output cannot be serialised"),
 ])
 def test_run_output_coerce_says_what_is_wrong(value: Any, message: str) -> None:
@@ -32,6 +34,7 @@ def test_run_output_coerce_keeps_a_valid_output() -> None:
     out = RunOutput.coerce({"output": "x", "metrics": {"m": 1.0}})
     assert out == RunOutput(output="x", metrics={"m": 1.0})
     assert RunOutput.coerce({"cost": MAX_METRIC, "metrics": {"m": -MAX_METRIC}}).cost == 1e100
+    assert RunOutput.coerce({"cost": 0.0}).cost == 0.0
     assert RunOutput.coerce(out) is out
 
 
