@@ -143,16 +143,23 @@ def tolerance_check(metric: str, spec: MetricSpec, start: TaskAttempts, final: T
              "shown by the bound", "beyond": "BEYOND the allowance"}[status]
     scope = ("" if fixed is None else
              f" on these {fixed.n_tasks} tasks, "
-             f"{_amount(spec, before, t.ci_high, '.1f', '.4g')} on tasks like them")
+             + (f"{_amount(spec, before, t.ci_high, '.1f', '.4g')} on tasks like them"
+                if math.isfinite(t.ci_high) else "none on tasks like them from one task"))
+    # From one task there is no bound over tasks like it (t's is infinite): none, not inf,
+    # which no journal line can hold (a search on one-task splits died writing it).
     details: dict[str, float | int | str | None] = {
-        "before": before, "after": after, "bound": bound, "allowed": allowed,
+        "before": before, "after": after, "bound": _finite(bound), "allowed": allowed,
         "direction": spec.direction, "status": status, "n_tasks": t.n}
     if fixed is not None:
-        details |= {"bound_new_tasks": t.ci_high, "pairs": fixed.n_pairs,
-                    "df": fixed.df if math.isfinite(fixed.df) else None}
+        details |= {"bound_new_tasks": _finite(t.ci_high), "pairs": fixed.n_pairs,
+                    "df": _finite(fixed.df)}
     return GateResult(name=name, passed=status != "beyond",
                       reason=f"{aux_text(metric, spec, before, after, bound, allowed, scope=scope)}"
                              f": {words}", details=details)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def floor_gate(tag: str, floor: float, checks: Sequence[tuple[str, TaskAttempts, TaskAttempts]],

@@ -4,6 +4,7 @@ sequential dev, val and aux gates themselves are tested in test_confirm.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -210,6 +211,19 @@ def test_the_end_check_with_one_attempt_a_task_falls_back_on_the_bound_over_task
     start, final = _costs([1.4, 0.62, 1.4, 0.62, 1.4, 0.68])
     check = tolerance_check("cost", COST, start, final, alpha=0.05)
     assert "bound_new_tasks" not in check.details and "on these" not in check.reason
+
+
+def test_the_end_check_on_one_test_task_has_no_bound_over_tasks_like_it() -> None:
+    # A bench of one test task: the t-bound over tasks is infinite. A search on such a
+    # bench died writing it (no journal line holds inf); it is none, and said so.
+    spec = MetricSpec(direction="lower", max_increase=0.01)
+    with_k = tolerance_check("harmful", spec, *_harm({}, {}, tasks=1), alpha=0.05)
+    assert with_k.details["bound_new_tasks"] is None and with_k.details["status"] == "within"
+    assert "none on tasks like them from one task" in with_k.reason
+    one_attempt = tolerance_check("cost", COST, *_costs([1.02]), alpha=0.05)
+    assert one_attempt.details["bound"] is None and one_attempt.details["status"] == "unclear"
+    for check in (with_k, one_attempt):
+        json.dumps(check.details, allow_nan=False)
 
 
 def test_tolerance_check_of_a_metric_one_side_lacks_is_absent_and_passes() -> None:

@@ -544,6 +544,21 @@ def test_stop_reasons_are_journaled(bench_factory: Callable[..., Path], tmp_path
         assert on_disk == outcome.records
 
 
+def test_a_search_on_one_task_a_split_runs_to_its_end_and_journals_its_test_check(
+        bench_factory: Callable[..., Path], tmp_path: Path) -> None:
+    # With one test task the bound over tasks like it is infinite: it died writing that.
+    bench = bench_factory(BOOST, tasks=search_tasks(1, 1, 1),
+                          metrics={"cost": {"direction": "lower", "max_increase": 0.1,
+                                            "relative": True}})
+    outcome = launch_search(bench, journals=tmp_path / "journals", run_id="one", seed=7,
+                            proposer="sweep")
+    [test] = [r for r in outcome.records if r["kind"] == "test"]
+    [cost] = test["aux"]
+    assert test["n_tasks"] == 1 and cost["details"]["bound_new_tasks"] is None
+    assert "none on tasks like them from one task" in cost["reason"]
+    assert outcome.records[-1]["kind"] == "end"
+
+
 @pytest.mark.parametrize(("options", "text"), [
     (["--max-steps", "1"], "stopped after 1 steps: reached max_steps"),
     ([], "stopped after 3 steps: no untried move (step or jump) of the incumbent is left"),
