@@ -47,15 +47,16 @@ from forge.gates import (
     GateResult,
     aux_text,
     floor_gate,
+    paired_regressions,
     regression_allowance,
     regressions,
     score_deltas,
 )
 from forge.racing import hopeless
 from forge.registry import Config
-from forge.results import TaskAttempts
+from forge.results import TaskAttempts, paired_attempts
 from forge.sequential import nominal_level
-from forge.stats import PairedTest, paired_test
+from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.task import Task
 
 __all__ = ["ConfirmOutcome", "Confirmation"]
@@ -87,11 +88,13 @@ class _Gate:
         self.fractions.append(fraction)
         return nominal_level(self.fractions, self.level)
 
-    def undecidable(self, t: PairedTest) -> bool:
-        """Identical deltas on fewer than half the tasks decide nothing: a rare event (a
-        harmful action on one attempt in fifty) is absent from a chunk by chance, and a
-        t-test would read its absence as certainty."""
-        return t.sd == 0 and bool(self.fractions) and self.fractions[-1] < 0.5
+    def undecidable(self, t: PairedTest, pairs: Callable[[], int]) -> bool:
+        """Identical deltas on fewer than half the tasks decide nothing, unless they rest
+        on :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts (``pairs()``): a rare
+        event (a harmful action on one attempt in fifty) is absent from a chunk by chance,
+        and a t-test would read its absence as certainty."""
+        return (t.sd == 0 and bool(self.fractions) and self.fractions[-1] < 0.5
+                and pairs() < IDENTICAL_PAIRS)
 
     def decide(self, passed: bool, reason: str, **details: float | int | str | None) -> None:
         self.passed = passed
@@ -227,7 +230,7 @@ class Confirmation:
         where = (f"{self._dev_label} {_fmt(t.effect)} (bounds {_fmt(t.ci_low)}.."
                  f"{_fmt(t.ci_high)}, {t.n} tasks, look {len(self.dev.fractions)})")
         info: dict[str, float | int | str | None] = {**t.as_dict(), "nominal": nominal}
-        if self.dev.undecidable(t):
+        if self.dev.undecidable(t, lambda: _pairs(paired_attempts(inc, cand))):
             return
         if t.p_value < nominal:
             self.dev.decide(True, f"{where}: p={t.p_value:.3g} < {nominal:.3g}, the look's "
@@ -252,7 +255,8 @@ class Confirmation:
         self.last_val = t
         info: dict[str, float | int | str | None] = {**t.as_dict(), "margin": margin,
                                                      "nominal": nominal}
-        if self.val.undecidable(t):
+        if self.val.undecidable(t, lambda: _pairs(paired_attempts(
+                self._get(self.inc, "val"), self._get(self.cand, "val")))):
             return
         if t.p_value < nominal:
             self.val.decide(True, f"val {_fmt(t.effect)}, lower bound {_fmt(t.ci_low)} > "
@@ -287,7 +291,8 @@ class Confirmation:
             "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
             "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
         self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
-        if gate.undecidable(t):
+        if gate.undecidable(t, lambda: sum(map(len, paired_regressions(spec, start, cand,
+                                                                       metric)))):
             return
         if t.ci_high <= allowed + 1e-12:
             gate.decide(True, f"{text} <= allowed (vs the start config, {t.n} tasks)", **info)
@@ -411,6 +416,10 @@ class Confirmation:
         means = _shared_means(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
         return ConfirmOutcome(status, results, dev, val, self.aux_info, self.spent, self.looks,
                               not_run, means, self.pooled)
+
+
+def _pairs(paired: dict[str, list[Any]]) -> int:
+    return sum(map(len, paired.values()))
 
 
 def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float | None]:

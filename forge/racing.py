@@ -6,7 +6,8 @@ as soon as the candidate is clearly out or clearly in:
 
 - ``futile``: the estimated effect is at or below ``min_effect`` (once a chunk of
   identical deltas is no longer all there is to go on: a sparse effect is not dropped
-  for being invisible on the first tasks);
+  for being invisible on the first tasks; identical deltas count from half the tasks,
+  or from :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts);
 - ``weak``: even a trend one standard error better than the estimate would not reach
   ``alpha`` on every task;
 - ``aux``: the caller's ``beyond`` says the screening data already put an auxiliary
@@ -38,8 +39,8 @@ from scipy import stats as _st
 from forge.attempt_cache import Rollouts
 from forge.gates import score_deltas
 from forge.registry import Config
-from forge.results import TaskAttempts
-from forge.stats import PairedTest, paired_test
+from forge.results import TaskAttempts, paired_attempts
+from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.task import Task
 
 __all__ = ["RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
@@ -114,7 +115,8 @@ def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequen
         test = paired_test(list(score_deltas(inc, cand).values()), alpha=alpha,
                            threshold=min_effect)
         last = index == len(chunks) - 1
-        informative = test.sd > 0 or seen >= len(order) / 2
+        informative = (test.sd > 0 or seen >= len(order) / 2 or sum(
+            map(len, paired_attempts(inc, cand).values())) >= IDENTICAL_PAIRS)
         if test.n >= 2 and informative and test.effect <= min_effect:
             status = "futile"
             break

@@ -199,3 +199,42 @@ def test_a_candidate_that_reports_no_value_of_a_metric_is_refused_by_its_toleran
     # the reason says why in the gate's own words, its name not repeated.
     assert failed == {"aux:cost": "cost: on no task did both report it: not shown within "
                                   "the allowance (vs the start config)"}
+
+
+# -- identical deltas: half the tasks, or enough paired attempts ------------------------------
+
+#: boost wins on most tasks; cost and harm are the same on every attempt of both configs.
+UNCHANGED_METRICS = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    return {"output": task.expected if ok else "wrong", "cost": 1.0,
+            "metrics": {"harm": 0.0}}
+"""
+
+
+def test_unchanged_metrics_decide_on_enough_paired_attempts_before_half_the_tasks(
+        tmp_path: Path) -> None:
+    # 600 dev and 300 val tasks at 20 attempts: half the tasks is 9,000 paired attempts,
+    # where the first look's 100 dev tasks already hold 2,000 and two looks 3,000
+    # (IDENTICAL_PAIRS): no attempt differing among them bounds the rate of attempts that
+    # differ at all below 0.1%. The tolerances waited for half the tasks before.
+    metrics = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True},
+               "harm": {"direction": "lower", "max_increase": 0.01}}
+    path = write_search_bench(tmp_path / "bench", UNCHANGED_METRICS, registry=REGISTRY,
+                              k=20, tasks=search_tasks(600, 300, 2), metrics=metrics)
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=20, seed=3,
+                            concurrency=8, timeout_s=10.0, run_test=False)
+    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
+                                 run_id="run", folder=folder).run())
+    assert record["verdict"] == "promoted"
+    assert {g["name"] for g in record["gates"] if g["name"].startswith("aux:")} == {
+        "aux:cost", "aux:harm"}
+    for metric in ("cost", "harm"):
+        assert record["aux"][metric]["bound"] == 0.0
+        # Decided on far fewer than the 450 tasks half of dev and val would have taken.
+        assert record["aux"][metric]["n_tasks"] <= 200
+    assert record["looks"] <= 3

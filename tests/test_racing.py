@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import read_calls, search_tasks, write_search_bench
 
+import forge.racing
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench, load_bench
 from forge.executors import ExecutorSettings
@@ -144,6 +145,19 @@ def test_no_difference_is_futile_only_once_half_the_tasks_are_in(racer: Race) ->
     out = racer(5)
     assert out.status == "futile"
     assert out.tasks == 3 * CHUNK and out.test.sd == 0
+
+
+def test_no_difference_on_enough_paired_attempts_is_futile_before_half_the_tasks(
+        racer: Race, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The count that stands in for half the tasks, brought down to one chunk's 16 paired
+    # attempts (3,000 in forge: a chunk of a bench of thousands of tasks holds that).
+    monkeypatch.setattr(forge.racing, "IDENTICAL_PAIRS", CHUNK * K)
+    out = racer(5)
+    assert out.status == "futile"
+    assert out.tasks == CHUNK and out.test.sd == 0
+    # A sparse effect is still not dropped on fewer: below the count it races on.
+    monkeypatch.setattr(forge.racing, "IDENTICAL_PAIRS", 2 * CHUNK * K + 1)
+    assert racer(4).status == "pass"
 
 
 def test_a_weak_gain_stops_once_it_cannot_reach_alpha(racer: Race) -> None:
