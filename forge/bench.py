@@ -211,6 +211,13 @@ def load_bench(path: str | Path) -> Bench:
     defaults = (load_config(_resolve(folder, spec.defaults, doc, "defaults"), registry)
                 if spec.defaults else registry.defaults())
     splits = _load_splits(folder, spec, doc)
+    for tag in spec.gates.task_floors:
+        # A floor no task carries would pass every confirmation having checked nothing.
+        if not any(tag in task.tags for split in ("dev", "val")
+                   for task in splits.get(split, ())):
+            raise BenchError(f"no dev or val task is tagged {tag!r}: its floor would check "
+                             "nothing", file=bench_path, field=f"gates.task_floors.{tag}",
+                             line=doc.line_of(["gates", "task_floors", tag]))
 
     ctx = BuildContext(base_dir=folder, file=bench_path, doc=doc)
     EXECUTORS.plugin(spec.executor.name, ctx.at("executor"))  # an unknown name, with its line

@@ -19,7 +19,8 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
   its tolerance, on every confirmation task (dev and val), each metric at ``alpha``
   (an intersection-union test: below) and anchored at the start, so tolerances cannot
   add up across promotions;
-- ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed.
+- ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed, on
+  every tagged dev and val task (those the looks did not reach are run then).
 
 A gate that crosses its boundary is decided for good; one whose evidence points
 clearly the other way (an 80% bound on the wrong side) is decided as failed, which
@@ -195,8 +196,9 @@ class Confirmation:
             wanted.append(self.start)
         return wanted
 
-    def _fetch(self, split: str, tasks: list[Task], attempts: range) -> bool:
-        configs = self._configs(split)
+    def _fetch(self, split: str, tasks: list[Task], attempts: range,
+               configs: list[Config] | None = None, *, look: bool = True) -> bool:
+        configs = configs or self._configs(split)
         need = sum(self.rollouts.unrequested(c, split, tasks, attempts) for c in configs)
         left = self.budget_left()
         if left is not None and need and (left <= 0 or need > left + self.slack):
@@ -207,7 +209,7 @@ class Confirmation:
             key = (c.fingerprint, split)
             self.data[key] = self.data.get(key, TaskAttempts()).merged(got)
         self.spent += self.rollouts.used - before
-        self.looks += 1
+        self.looks += look
         return True
 
     def _get(self, config: Config, split: str) -> TaskAttempts:
@@ -355,11 +357,27 @@ class Confirmation:
                 return self._outcome("budget")
             self._test_open()
         if self._all_passed():
+            if not self._cover_floors():
+                return self._outcome("budget")
             floors = self._floors()
             if not all(g.passed for g in floors):
                 return self._outcome("rejected", floors)
             return self._outcome("promoted", floors)
         return self._outcome("rejected")
+
+    def _cover_floors(self) -> bool:
+        """Both configs on every tagged dev and val task a floor names, each on its
+        chunk's attempts (those the looks ran cost nothing again); False when the budget
+        does not allow the rest. A floor holds for *every* tagged task: checked on the
+        tasks an early decision happened to run, it compared a few of them, or none."""
+        tags = set(self.gates.task_floors)
+        for split, plan in (("dev", self.dev_plan), ("val", self.val_plan)):
+            for tasks, attempts in plan:
+                tagged = [t for t in tasks if tags & set(t.tags)]
+                if tagged and not self._fetch(split, tagged, attempts, [self.cand, self.inc],
+                                              look=False):
+                    return False
+        return True
 
     def _exhaust(self) -> None:
         """Data ran out: open gates fail as not shown; val not opened stays not run."""

@@ -192,6 +192,12 @@ def floor_gate(tag: str, floor: float, checks: Sequence[tuple[str, TaskAttempts,
         return GateResult(name=name, passed=False,
                           reason=f"{len(failures)} {tag} task(s) below floor {floor:.0%}: {shown}",
                           details={"failures": len(failures), "checked": checked})
+    if not checked:
+        # A floor that compared nothing shows nothing: every tagged task unscored for the
+        # candidate (or none tagged at all) is no evidence that they hold.
+        return GateResult(name=name, passed=False,
+                          reason=f"no {tag} task scored for the candidate: its floor "
+                                 f"{floor:.0%} is not shown", details={"checked": 0})
     return GateResult(name=name, passed=True,
                       reason=f"all {checked} {tag} task checks at or above {floor:.0%}",
                       details={"checked": checked})

@@ -222,6 +222,22 @@ def test_an_empty_split_is_refused(make_bench: MakeBench) -> None:
     assert "no tasks" in str(err)
 
 
+def test_a_floor_on_a_tag_no_dev_or_val_task_carries_is_refused(make_bench: MakeBench) -> None:
+    # It would pass every confirmation having checked nothing.
+    path = make_bench()
+    edit(path, lambda t: t + "gates: {task_floors: {critical: 0.5}}\n")
+    err = refusal(path)
+    assert err.field == "gates.task_floors.critical"
+    assert err.line == line_of(path, "gates")
+    assert "no dev or val task is tagged 'critical': its floor would check nothing" in str(err)
+    # Tagged on one val task, it loads.
+    rows = default_tasks()
+    rows["val"] = [{**rows["val"][0], "tags": ["critical"]}, *rows["val"][1:]]
+    tagged = make_bench(tasks=rows, folder="tagged")
+    edit(tagged, lambda t: t + "gates: {task_floors: {critical: 0.5}}\n")
+    assert load_bench(tagged).spec.gates.task_floors == {"critical": 0.5}
+
+
 # -- digests -------------------------------------------------------------------------
 
 

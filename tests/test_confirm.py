@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
@@ -238,3 +239,44 @@ def test_unchanged_metrics_decide_on_enough_paired_attempts_before_half_the_task
         # Decided on far fewer than the 450 tasks half of dev and val would have taken.
         assert record["aux"][metric]["n_tasks"] <= 200
     assert record["looks"] <= 3
+
+
+# -- floors: every tagged task, not the ones an early decision reached -------------------------
+
+#: boost passes every task but the critical ones, which it always fails.
+DROPS_CRITICAL = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    if config["boost"]:
+        ok = "critical" not in task.tags
+    else:
+        ok = random.Random(ctx.seed).random() < 0.5
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_a_floor_is_checked_on_every_tagged_task_when_the_looks_stop_early(
+        tmp_path: Path, seed: int) -> None:
+    # Two critical tasks in dev and two in val, of 60 and 30. With these seeds the looks
+    # decided before reaching any of them, and boost, which fails every one, was promoted
+    # on "all 0 critical task checks". The floor now runs them first.
+    path = write_search_bench(tmp_path / "bench", DROPS_CRITICAL, registry=REGISTRY, k=4,
+                              tasks=search_tasks(60, 30, 2, critical=2),
+                              gates={"alpha": 0.05, "min_effect": 0.0, "val_margin": 0.02,
+                                     "task_floors": {"critical": 0.5}})
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4, seed=seed,
+                            concurrency=4, timeout_s=10.0, run_test=False)
+    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
+                                 run_id="run", folder=folder).run())
+    assert record["verdict"] == "rejected"
+    [floor] = [g for g in record["gates"] if g["name"] == "floor:critical"]
+    assert not floor["passed"]
+    assert floor["reason"].startswith("4 critical task(s) below floor 50%")
+    for task in ("dev/dev-00", "dev/dev-01", "val/val-00", "val/val-01"):
+        assert f"{task} 0%" in floor["reason"]
+    # Every other gate had passed: the floor alone refused it.
+    assert all(g["passed"] for g in record["gates"] if g["name"] != "floor:critical")

@@ -284,8 +284,15 @@ def test_floor_gate_checks_every_split_and_counts_checks() -> None:
     assert passed.details["checked"] == 4
 
 
-def test_floor_gate_skips_unscored_tasks() -> None:
-    inc = rates(c1=[1, 1])
-    cand = TaskAttempts({"c1": [att("c1", 0, stop="timeout"), att("c1", 1, stop="error")]})
+def test_floor_gate_skips_unscored_tasks_but_refuses_to_pass_on_none() -> None:
+    inc = rates(c1=[1, 1], c2=[1, 1])
+    unscored = [att("c1", 0, stop="timeout"), att("c1", 1, stop="error")]
+    cand = TaskAttempts({"c1": unscored, "c2": [att("c2", 0), att("c2", 1)]})
     gate = floor_gate("critical", 0.8, [("dev", inc, cand)], TAGS)
-    assert gate.passed and gate.details["checked"] == 0
+    # c1's failures are not counted as zeros: c2 alone is checked.
+    assert gate.passed and gate.details["checked"] == 1
+    # With no tagged task scored, the floor compared nothing: not shown, not passed.
+    nothing = floor_gate("critical", 0.8, [("dev", inc, TaskAttempts({"c1": unscored}))],
+                         TAGS)
+    assert not nothing.passed and nothing.details["checked"] == 0
+    assert nothing.reason == "no critical task scored for the candidate: its floor 80% is not shown"
