@@ -140,6 +140,21 @@ def boost_outcomes(tmp_path: Path, *, lift: float, spread: float, noisy: bool,
     return out
 
 
+def boost_step(tmp_path: Path, harness: str, *, k: int, seed: int, concurrency: int = 4,
+               **bench: Any) -> dict[str, Any]:
+    """boost's record in a single-step search of a bench of ``harness`` (``bench``: the
+    rest of ``write_search_bench``'s arguments)."""
+    bench.setdefault("registry", REGISTRY)
+    path = write_search_bench(tmp_path / "bench", harness, k=k, **bench)
+    loaded = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=k, seed=seed,
+                            concurrency=concurrency, timeout_s=10.0, run_test=False)
+    return boost_record(Search(loaded, loaded.defaults, SweepProposer(), options,
+                               run_id="run", folder=folder).run())
+
+
 def test_each_tolerance_is_held_at_alpha_not_at_a_share_of_it(tmp_path: Path) -> None:
     # cost +7.5% with a per-task spread of 10 points: on the 70 confirmation tasks its
     # upper bound at the last look is +9.8%, within +10% at alpha = 0.05; at alpha / 4,
@@ -185,15 +200,8 @@ def run(config, task, ctx):
 
 def test_a_candidate_that_reports_no_value_of_a_metric_is_refused_by_its_tolerance(
         tmp_path: Path) -> None:
-    path = write_search_bench(tmp_path / "bench", SILENT_COST, registry=TOLERANCE_REGISTRY,
-                              k=4, metrics=FOUR_TOLERANCES)
-    bench = load_bench(path)
-    folder = tmp_path / "run"
-    folder.mkdir()
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4, seed=1,
-                            concurrency=4, timeout_s=10.0, run_test=False)
-    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
-                                 run_id="run", folder=folder).run())
+    record = boost_step(tmp_path, SILENT_COST, k=4, seed=1, registry=TOLERANCE_REGISTRY,
+                        metrics=FOUR_TOLERANCES)
     assert record["verdict"] == "rejected"
     failed = {g["name"]: g["reason"] for g in record["gates"] if not g["passed"]}
     # The other gates passed: only the metric it never reported stands in its way, and
@@ -222,15 +230,8 @@ def test_unchanged_metrics_decide_on_enough_paired_attempts_before_half_the_task
     # differ at all below 0.1%. The tolerances waited for half the tasks before.
     metrics = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True},
                "harm": {"direction": "lower", "max_increase": 0.01}}
-    path = write_search_bench(tmp_path / "bench", UNCHANGED_METRICS, registry=REGISTRY,
-                              k=20, tasks=search_tasks(600, 300, 2), metrics=metrics)
-    bench = load_bench(path)
-    folder = tmp_path / "run"
-    folder.mkdir()
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=20, seed=3,
-                            concurrency=8, timeout_s=10.0, run_test=False)
-    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
-                                 run_id="run", folder=folder).run())
+    record = boost_step(tmp_path, UNCHANGED_METRICS, k=20, seed=3, concurrency=8,
+                        tasks=search_tasks(600, 300, 2), metrics=metrics)
     assert record["verdict"] == "promoted"
     assert {g["name"] for g in record["gates"] if g["name"].startswith("aux:")} == {
         "aux:cost", "aux:harm"}
@@ -261,17 +262,10 @@ def test_a_floor_is_checked_on_every_tagged_task_when_the_looks_stop_early(
     # Two critical tasks in dev and two in val, of 60 and 30. With these seeds the looks
     # decided before reaching any of them, and boost, which fails every one, was promoted
     # on "all 0 critical task checks". The floor now runs them first.
-    path = write_search_bench(tmp_path / "bench", DROPS_CRITICAL, registry=REGISTRY, k=4,
-                              tasks=search_tasks(60, 30, 2, critical=2),
-                              gates={"alpha": 0.05, "min_effect": 0.0, "val_margin": 0.02,
-                                     "task_floors": {"critical": 0.5}})
-    bench = load_bench(path)
-    folder = tmp_path / "run"
-    folder.mkdir()
-    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4, seed=seed,
-                            concurrency=4, timeout_s=10.0, run_test=False)
-    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
-                                 run_id="run", folder=folder).run())
+    record = boost_step(tmp_path, DROPS_CRITICAL, k=4, seed=seed,
+                        tasks=search_tasks(60, 30, 2, critical=2),
+                        gates={"alpha": 0.05, "min_effect": 0.0, "val_margin": 0.02,
+                               "task_floors": {"critical": 0.5}})
     assert record["verdict"] == "rejected"
     [floor] = [g for g in record["gates"] if g["name"] == "floor:critical"]
     assert not floor["passed"]
