@@ -18,7 +18,11 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
 - ``aux:<metric>``: the regression against the *start* config (the one deployed) within
   its tolerance, on every confirmation task (dev and val), each metric at ``alpha``
   (an intersection-union test: below) and anchored at the start, so tolerances cannot
-  add up across promotions;
+  add up across promotions. A metric the candidate changed on none of the paired
+  attempts passes once that is evidence enough: fewer than ``1 - alpha**(1/n)`` of the
+  attempts change (exact at ``alpha``, none of ``n`` did), each by at most the largest
+  value the metric took, within the allowance; otherwise identical deltas wait for
+  half the tasks (or :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts);
 - ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed, on
   every tagged dev and val task (those the looks did not reach are run then).
 
@@ -57,7 +61,7 @@ from forge.racing import hopeless
 from forge.registry import Config
 from forge.results import TaskAttempts, paired_attempts
 from forge.sequential import nominal_level
-from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test
+from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test, unchanged_rate_bound
 from forge.task import Task
 
 __all__ = ["ConfirmOutcome", "Confirmation"]
@@ -93,7 +97,8 @@ class _Gate:
         """Identical deltas on fewer than half the tasks decide nothing, unless they rest
         on :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts (``pairs()``): a rare
         event (a harmful action on one attempt in fifty) is absent from a chunk by chance,
-        and a t-test would read its absence as certainty."""
+        and a t-test would read its absence as certainty. (A tolerance whose metric no
+        attempt changed may pass sooner on the exact bound: ``_unchanged_within``.)"""
         return (t.sd == 0 and bool(self.fractions) and self.fractions[-1] < 0.5
                 and pairs() < IDENTICAL_PAIRS)
 
@@ -293,6 +298,11 @@ class Confirmation:
             "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
             "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
         self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
+        if t.sd == 0 and self._unchanged_within(metric, allowed, gate.level):
+            gate.decide(True, f"{text}: on none of its paired attempts did it change, enough "
+                              f"to bound a rare change within the allowance (vs the start "
+                              f"config, {t.n} tasks)", **info)
+            return
         if gate.undecidable(t, lambda: sum(map(len, paired_regressions(spec, start, cand,
                                                                        metric)))):
             return
@@ -303,6 +313,23 @@ class Confirmation:
             # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
                                f"(vs the start config, {t.n} tasks)", **info)
+
+    def _unchanged_within(self, metric: str, allowed: float, level: float) -> bool:
+        """Whether ``metric`` took the same value for both configs on every paired attempt,
+        enough of them that a rare change stays within ``allowed``: fewer than
+        :func:`~forge.stats.unchanged_rate_bound` of the attempts change (at ``level``),
+        each by at most the largest value the metric took on any of them. A metric never
+        above 0 gives no such scale: it waits for half the tasks as before."""
+        spec = self.bench.spec.metrics[metric]
+        start, cand = self._aux_pairs()
+        pairs = paired_regressions(spec, start, cand, metric)
+        if any(d != 0 for attempts in pairs for d in attempts):
+            return False
+        largest = max((abs(a.metrics[metric]) for config in (start, cand)
+                       for attempts in config.values() for a in attempts
+                       if a.stop_reason == "completed" and metric in a.metrics), default=0.0)
+        n = sum(map(len, pairs))
+        return n > 0 and largest > 0 and unchanged_rate_bound(n, level) * largest <= allowed
 
     def _test_open(self) -> None:
         if self.dev.open:

@@ -242,6 +242,48 @@ def test_unchanged_metrics_decide_on_enough_paired_attempts_before_half_the_task
     assert record["looks"] <= 3
 
 
+#: boost wins on most tasks; on one attempt in twenty both configs act harmfully, the
+#: same attempts and the same amount (HARM): boost never changes it.
+UNCHANGED_HARM = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    harm = HARM if random.Random(f"harm-{ctx.seed}").random() < 0.05 else 0.0
+    return {"output": task.expected if ok else "wrong", "metrics": {"harm": harm}}
+"""
+
+
+def unchanged_harm_step(tmp_path: Path, harm: float) -> dict[str, Any]:
+    # 200 dev and 100 val tasks at 5 attempts: half the tasks is 750 paired attempts.
+    return boost_step(tmp_path, UNCHANGED_HARM.replace("HARM", repr(harm)), k=5, seed=3,
+                      tasks=search_tasks(200, 100, 2),
+                      metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+
+
+def test_a_metric_no_attempt_changed_passes_on_the_exact_bound_before_half_the_tasks(
+        tmp_path: Path) -> None:
+    # Harm 0 or 1 an attempt, the same on every paired attempt: on n attempts none
+    # changed bounds the rate of changed attempts below 1 - 0.05**(1/n), under 0.01 from
+    # 299 on, and a changed attempt adds at most 1: within +0.01 on 60 tasks, not 150.
+    record = unchanged_harm_step(tmp_path, 1.0)
+    assert record["verdict"] == "promoted"
+    [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
+    assert harm["passed"]
+    assert "on none of its paired attempts did it change" in harm["reason"]
+    assert 60 <= record["aux"]["harm"]["n_tasks"] < 150
+
+
+def test_a_metric_no_attempt_changed_waits_when_a_change_could_be_large(
+        tmp_path: Path) -> None:
+    # The same, but a harmful attempt counts 50: a change on one attempt in 5,000 would
+    # break +0.01, which no 750 attempts can rule out. It waits for half the tasks.
+    record = unchanged_harm_step(tmp_path, 50.0)
+    [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
+    assert harm["passed"]
+    assert "on none of its paired attempts" not in harm["reason"]
+    assert record["aux"]["harm"]["n_tasks"] >= 150
+
+
 # -- floors: every tagged task, not the ones an early decision reached -------------------------
 
 #: boost passes every task but the critical ones, which it always fails.
