@@ -18,10 +18,12 @@ Each case is a bench of 40 dev / 30 val tasks, K = 4, four declared metrics as o
 triage (cost +10% relative, two more relative, one absolute), and one setting,
 ``boost``, that passes every task (so the dev and val gates always pass and only the
 tolerances stand between it and a promotion) and moves cost, and in one case a
-second metric, by a known amount with Gaussian noise per attempt. One single-step
-search per seed; reported: the share of searches that promote ``boost``, with its
-95% Wilson interval, against the truth of each case (error where a tolerance is at or
-past its edge, power where all are within).
+second metric, by a known amount with Gaussian noise per attempt; the last case (100
+dev / 100 val tasks, K = 5) moves no cost but adds a harmful action on 1% of the
+attempts: the rare-event edge, where the t-test's reading of a few events is too
+narrow. One single-step search per seed; reported: the share of searches that
+promote ``boost``, with its 95% Wilson interval, against the truth of each case (error
+where a tolerance is at or past its edge, power where all are within).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import tempfile
 import textwrap
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +59,36 @@ METRICS = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True
            "wait_ms": {"direction": "lower", "max_increase": 0.25, "relative": True},
            "harm": {"direction": "lower", "max_increase": 0.01},
            "steps": {"direction": "lower", "max_increase": 0.25, "relative": True}}
-#: name -> (cost lift, wait_ms lift, per-attempt noise sd of both, what the truth is)
-CASES: dict[str, tuple[float, float, float, str]] = {
-    "cost at its edge (+10%)": (0.10, 0.0, 0.3, "edge"),
-    "cost and wait_ms both at their edges": (0.10, 0.25, 0.3, "edge"),
-    "cost past its edge (+12%)": (0.12, 0.0, 0.3, "past"),
-    "cost well within (+4%)": (0.04, 0.0, 0.3, "within"),
+
+
+@dataclass(frozen=True)
+class Case:
+    """``boost``'s cost and wait_ms lifts with their per-attempt noise sd; ``harm``: the
+    share of attempts on which it adds a harmful action (1 in 20 have one for both
+    configs, the same attempts: the rest of the attempts leave harm exactly unchanged);
+    the bench's dev / val tasks and attempts a task; what the truth is."""
+
+    cost: float
+    wait: float
+    sd: float
+    truth: str
+    harm: float | None = None
+    dev: int = 40
+    val: int = 30
+    k: int = 4
+
+
+CASES: dict[str, Case] = {
+    "cost at its edge (+10%)": Case(0.10, 0.0, 0.3, "edge"),
+    "cost and wait_ms both at their edges": Case(0.10, 0.25, 0.3, "edge"),
+    "cost past its edge (+12%)": Case(0.12, 0.0, 0.3, "past"),
+    "cost well within (+4%)": Case(0.04, 0.0, 0.3, "within"),
+    # A rare change: harm +1 on 1% of attempts, +0.01 in all, its allowance. On 200 tasks
+    # at 5 attempts most searches see a change before the exact bound for an unchanged
+    # metric (299 attempts with none) could pass it; the rest is the t-test's reading of
+    # a handful of events (README: the promise does not hold here).
+    "harm changed on 1% of attempts (at its edge, +0.01)": Case(
+        0.0, 0.0, 0.0, "edge", harm=0.01, dev=100, val=100, k=5),
 }
 
 #: The paired tasks at each look of the cost gate in these confirmations (70 at most:
@@ -71,28 +98,32 @@ LOOKS = (7, 12, 17, 22, 27, 32, 37, 44, 51, 58, 63, 70)
 HARNESS = """
 import random
 
-COST, WAIT, SD = {cost}, {wait}, {sd}
+COST, WAIT, SD, HARM = {cost}, {wait}, {sd}, {harm}
 
 def run(config, task, ctx):
     rng = random.Random(ctx.seed)
     ok = config["boost"] or rng.random() < 0.5
-    cost, wait = 1.0, 1.0
+    cost, wait, harm = 1.0, 1.0, 0.0
     if config["boost"]:
         cost += COST + rng.gauss(0.0, SD)
         wait += WAIT + (rng.gauss(0.0, SD) if WAIT else 0.0)
+    if HARM is not None:
+        u = random.Random(f"harm-{{ctx.seed}}").random()
+        harm = 1.0 if u < 0.05 + (HARM if config["boost"] else 0.0) else 0.0
     return {{"output": task.expected if ok else "wrong", "cost": cost,
-             "metrics": {{"wait_ms": 100.0 * wait, "harm": 0.0, "steps": 2.0}}}}
+             "metrics": {{"wait_ms": 100.0 * wait, "harm": harm, "steps": 2.0}}}}
 """
 
 
-def write_bench(root: Path, cost: float, wait: float, sd: float) -> Path:
+def write_bench(root: Path, case: Case) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "registry.yaml").write_text(
         "name: edge\nsettings:\n  boost: {type: bool, default: false}\n", encoding="utf-8")
     (root / "harness.py").write_text(textwrap.dedent(
-        HARNESS.format(cost=cost, wait=wait, sd=sd)), encoding="utf-8")
+        HARNESS.format(cost=case.cost, wait=case.wait, sd=case.sd, harm=case.harm)),
+        encoding="utf-8")
     (root / "tasks").mkdir(exist_ok=True)
-    for split, n in (("dev", 40), ("val", 30), ("test", 10)):
+    for split, n in (("dev", case.dev), ("val", case.val), ("test", 10)):
         rows = [json.dumps({"id": f"{split}-{i:02d}", "input": {"q": f"{split} {i}"},
                             "expected": f"{split} answer {i}"}) for i in range(n)]
         (root / "tasks" / f"{split}.jsonl").write_text("\n".join(rows) + "\n",
@@ -101,7 +132,7 @@ def write_bench(root: Path, cost: float, wait: float, sd: float) -> Path:
     bench.write_text(
         "name: edge\nharness: {python: \"harness:run\"}\nregistry: registry.yaml\n"
         "splits: {dev: tasks/dev.jsonl, val: tasks/val.jsonl, test: tasks/test.jsonl}\n"
-        "rollouts: {k: 4, concurrency: 4, timeout_s: 10}\nscorer: exact\n"
+        f"rollouts: {{k: {case.k}, concurrency: 4, timeout_s: 10}}\nscorer: exact\n"
         f"metrics: {json.dumps(METRICS)}\n"
         f"gates: {{alpha: {ALPHA}, min_effect: 0.0, val_margin: 0.02}}\n"
         "search: {max_steps: 1, patience: 1}\n", encoding="utf-8")
@@ -111,12 +142,12 @@ def write_bench(root: Path, cost: float, wait: float, sd: float) -> Path:
 def one(args: tuple[str, int]) -> tuple[str, int, bool, list[str]]:
     case, seed = args
     logging.disable(logging.WARNING)
-    cost, wait, sd, _ = CASES[case]
+    spec = CASES[case]
     with tempfile.TemporaryDirectory(prefix="forge-edge-") as tmp:
-        bench = load_bench(write_bench(Path(tmp) / "bench", cost, wait, sd))
+        bench = load_bench(write_bench(Path(tmp) / "bench", spec))
         folder = Path(tmp) / "run"
         folder.mkdir()
-        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4,
+        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=spec.k,
                                 seed=seed, concurrency=4, timeout_s=10.0, run_test=False)
         outcome = Search(bench, bench.defaults, SweepProposer(), options, run_id="edge",
                          folder=folder).run()
@@ -202,12 +233,12 @@ def main() -> None:
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(one, jobs, chunksize=4))
     rows = []
-    for case, (_, _, _, truth) in CASES.items():
+    for case, spec in CASES.items():
         mine = [r for r in results if r[0] == case]
         promoted = sum(r[2] for r in mine)
         refused_aux = sum(1 for r in mine if not r[2] and r[3]
                           and all(g.startswith("aux:") for g in r[3]))
-        rows.append({"case": case, "truth": truth, "n": len(mine), "promoted": promoted,
+        rows.append({"case": case, "truth": spec.truth, "n": len(mine), "promoted": promoted,
                      "rate": promoted / len(mine),
                      "ci": wilson_interval(promoted, len(mine), 1.959964),
                      "refused_aux": refused_aux,
