@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -147,8 +148,9 @@ class IntSetting(_SettingBase):
             grid.append(self.max)
         else:
             count = (self.max - self.min) // self.step + 1
+            # In exact fractions: near 2**53 a float quotient rounds past the range's end.
             picks = range(count) if count <= 2 * points else (
-                round(i * (count - 1) / (points - 1)) for i in range(points))
+                round(Fraction(i * (count - 1), points - 1)) for i in range(points))
             grid = [self.min + i * self.step for i in picks]
         return _jumps_from(grid, v, self.neighbours(v))
 

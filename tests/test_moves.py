@@ -528,6 +528,18 @@ def test_a_log_float_jumps_across_every_decade_of_its_range(lo: float, hi: float
     assert max(gaps) - min(gaps) < 1e-6 * max(gaps)
 
 
+@pytest.mark.parametrize(("lo", "hi"), [(-3, 2 ** 53), (-(2 ** 53), 2 ** 53), (0, 2 ** 53 - 1)])
+def test_an_int_range_near_2_53_jumps_within_its_bounds(lo: int, hi: int) -> None:
+    # The grid's points were float quotients: near 2**53 one rounded to 2**53 + 1, a move
+    # past the bound (found by the moves property above, in CI).
+    reg = make_registry(x=int_setting(lo, hi, 0))
+    jumps = [m.after for m in candidate_moves(reg, reg.defaults())
+             if m.target == "x" and move_kind(reg, m) == "jump"]
+    assert jumps and jumps[-1] == hi and all(lo <= x <= hi for x in jumps)
+    for m in candidate_moves(reg, reg.defaults()):
+        apply_move(reg, reg.defaults(), m)
+
+
 def test_a_log_float_keeps_a_proposed_value_at_its_own_magnitude() -> None:
     # Snapped at the bound's magnitude, 3.7e10 in [1, max float] became min.
     setting = float_setting(1.0, sys.float_info.max, 1.0, scale="log")
