@@ -298,13 +298,14 @@ class Confirmation:
             "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
             "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
         self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
-        if t.sd == 0 and self._unchanged_within(metric, allowed, gate.level):
+        # Per attempt, read only where the per-task deltas are all the same.
+        pairs = paired_regressions(spec, start, cand, metric) if t.sd == 0 else []
+        if t.sd == 0 and _unchanged_within(metric, start, cand, pairs, allowed, gate.level):
             gate.decide(True, f"{text}: on none of its paired attempts did it change, enough "
                               f"to bound a rare change within the allowance (vs the start "
                               f"config, {t.n} tasks)", **info)
             return
-        if gate.undecidable(t, lambda: sum(map(len, paired_regressions(spec, start, cand,
-                                                                       metric)))):
+        if gate.undecidable(t, lambda: sum(map(len, pairs))):
             return
         if t.ci_high <= allowed + 1e-12:
             gate.decide(True, f"{text} <= allowed (vs the start config, {t.n} tasks)", **info)
@@ -313,23 +314,6 @@ class Confirmation:
             # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
                                f"(vs the start config, {t.n} tasks)", **info)
-
-    def _unchanged_within(self, metric: str, allowed: float, level: float) -> bool:
-        """Whether ``metric`` took the same value for both configs on every paired attempt,
-        enough of them that a rare change stays within ``allowed``: fewer than
-        :func:`~forge.stats.unchanged_rate_bound` of the attempts change (at ``level``),
-        each by at most the largest value the metric took on any of them. A metric never
-        above 0 gives no such scale: it waits for half the tasks as before."""
-        spec = self.bench.spec.metrics[metric]
-        start, cand = self._aux_pairs()
-        pairs = paired_regressions(spec, start, cand, metric)
-        if any(d != 0 for attempts in pairs for d in attempts):
-            return False
-        largest = max((abs(a.metrics[metric]) for config in (start, cand)
-                       for attempts in config.values() for a in attempts
-                       if a.stop_reason == "completed" and metric in a.metrics), default=0.0)
-        n = sum(map(len, pairs))
-        return n > 0 and largest > 0 and unchanged_rate_bound(n, level) * largest <= allowed
 
     def _test_open(self) -> None:
         if self.dev.open:
@@ -461,6 +445,22 @@ class Confirmation:
         means = _shared_means(self._get(self.inc, "dev"), self._get(self.cand, "dev"))
         return ConfirmOutcome(status, results, dev, val, self.aux_info, self.spent, self.looks,
                               not_run, means, self.pooled)
+
+
+def _unchanged_within(metric: str, start: TaskAttempts, cand: TaskAttempts,
+                      pairs: list[list[float]], allowed: float, level: float) -> bool:
+    """Whether ``metric`` took the same value for both configs on every paired attempt
+    (``pairs``, the regressions), enough of them that a rare change stays within
+    ``allowed``: fewer than :func:`~forge.stats.unchanged_rate_bound` of the attempts
+    change (at ``level``), each by at most the largest value the metric took on any of
+    them. A metric never above 0 gives no such scale: it waits for half the tasks."""
+    if any(d != 0 for attempts in pairs for d in attempts):
+        return False
+    largest = max((abs(a.metrics[metric]) for config in (start, cand)
+                   for attempts in config.values() for a in attempts
+                   if a.stop_reason == "completed" and metric in a.metrics), default=0.0)
+    n = sum(map(len, pairs))
+    return n > 0 and largest > 0 and unchanged_rate_bound(n, level) * largest <= allowed
 
 
 def _pairs(paired: dict[str, list[Any]]) -> int:
