@@ -21,7 +21,8 @@ tolerances stand between it and a promotion) and moves cost, and in one case a
 second metric, by a known amount with Gaussian noise per attempt; the last case (100
 dev / 100 val tasks, K = 5) moves no cost but adds a harmful action on 1% of the
 attempts: the rare-event edge, where the t-test's reading of a few events is too
-narrow. One single-step search per seed; reported: the share of searches that
+narrow (the exact test for a rare change reads it), and the same at 0.2%, well within,
+for that test's power. One single-step search per seed; reported: the share of searches that
 promote ``boost``, with its 95% Wilson interval, against the truth of each case (error
 where a tolerance is at or past its edge, power where all are within).
 """
@@ -83,12 +84,15 @@ CASES: dict[str, Case] = {
     "cost and wait_ms both at their edges": Case(0.10, 0.25, 0.3, "edge"),
     "cost past its edge (+12%)": Case(0.12, 0.0, 0.3, "past"),
     "cost well within (+4%)": Case(0.04, 0.0, 0.3, "within"),
-    # A rare change: harm +1 on 1% of attempts, +0.01 in all, its allowance. On 200 tasks
-    # at 5 attempts most searches see a change before the exact bound for an unchanged
-    # metric (299 attempts with none) could pass it; the rest is the t-test's reading of
-    # a handful of events (README: the promise does not hold here).
+    # A rare change: harm +1 on 1% of attempts, +0.01 in all, its allowance. Changed on
+    # a few tasks, it is read by the exact test for a rare change, not by the t-test,
+    # whose reading of a handful of events promoted it in 12.5% of searches (stop 32).
     "harm changed on 1% of attempts (at its edge, +0.01)": Case(
         0.0, 0.0, 0.0, "edge", harm=0.01, dev=100, val=100, k=5),
+    # The price of that exactness: a fifth of the allowance (+0.002) is promoted in
+    # what share of searches.
+    "harm changed on 0.2% of attempts (within, +0.002)": Case(
+        0.0, 0.0, 0.0, "within", harm=0.002, dev=100, val=100, k=5),
 }
 
 #: The paired tasks at each look of the cost gate in these confirmations (70 at most:

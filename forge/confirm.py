@@ -18,11 +18,15 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
 - ``aux:<metric>``: the regression against the *start* config (the one deployed) within
   its tolerance, on every confirmation task (dev and val), each metric at ``alpha``
   (an intersection-union test: below) and anchored at the start, so tolerances cannot
-  add up across promotions. A metric the candidate changed on none of the paired
-  attempts passes once that is evidence enough: fewer than ``1 - alpha**(1/n)`` of the
-  attempts change (exact at ``alpha``, none of ``n`` did), each by at most the largest
-  value the metric took, within the allowance; otherwise identical deltas wait for
-  half the tasks (or :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts);
+  add up across promotions. A metric the candidate changed on fewer than
+  :data:`SPARSE_TASKS` tasks is not read by the t-test, whose bound on a handful of
+  rare events is far too narrow, but by an exact group-sequential test of the rate of
+  attempts it made worse (:func:`~forge.sequential.rare_event_boundary`; each taken to
+  regress by the most one could, the largest value the metric took): it passes when so
+  few are worse that a rate of ``allowance / size`` would show so few with a chance
+  within the level spent; a metric no attempt changed may also pass, as before, on
+  identical deltas over half the tasks (or :data:`~forge.stats.IDENTICAL_PAIRS`
+  paired attempts);
 - ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed, on
   every tagged dev and val task (those the looks did not reach are run then).
 
@@ -60,11 +64,16 @@ from forge.gates import (
 from forge.racing import hopeless
 from forge.registry import Config
 from forge.results import TaskAttempts, paired_attempts
-from forge.sequential import nominal_level
-from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test, unchanged_rate_bound
+from forge.sequential import nominal_level, rare_event_boundary
+from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.task import Task
 
-__all__ = ["ConfirmOutcome", "Confirmation"]
+__all__ = ["SPARSE_TASKS", "ConfirmOutcome", "Confirmation"]
+
+#: A tolerance's metric changed on fewer tasks than this is read by the exact test for
+#: rare events (:func:`~forge.sequential.rare_event_boundary`), not by the t-test: ten
+#: tasks of events give a t-test its spread; fewer give it a handful of values.
+SPARSE_TASKS = 10
 
 
 
@@ -76,6 +85,8 @@ class _Gate:
     level: float
     n_max: int
     fractions: list[float] = field(default_factory=list)
+    #: Paired attempts at each look (the tolerances' exact test for rare events).
+    attempts: list[int] = field(default_factory=list)
     passed: bool | None = None
     reason: str = ""
     details: dict[str, float | int | str | None] = field(default_factory=dict)
@@ -97,8 +108,8 @@ class _Gate:
         """Identical deltas on fewer than half the tasks decide nothing, unless they rest
         on :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts (``pairs()``): a rare
         event (a harmful action on one attempt in fifty) is absent from a chunk by chance,
-        and a t-test would read its absence as certainty. (A tolerance whose metric no
-        attempt changed may pass sooner on the exact bound: ``_unchanged_within``.)"""
+        and a t-test would read its absence as certainty. (A tolerance whose metric
+        changed on few tasks may pass sooner on the exact test for a rare change.)"""
         return (t.sd == 0 and bool(self.fractions) and self.fractions[-1] < 0.5
                 and pairs() < IDENTICAL_PAIRS)
 
@@ -298,18 +309,31 @@ class Confirmation:
             "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
             "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
         self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
-        # Per attempt, read only where the per-task deltas are all the same.
-        pairs = paired_regressions(spec, start, cand, metric) if t.sd == 0 else []
-        if t.sd == 0 and _unchanged_within(metric, start, cand, pairs, allowed, gate.level):
-            gate.decide(True, f"{text}: on none of its paired attempts did it change, enough "
-                              f"to bound a rare change within the allowance (vs the start "
-                              f"config, {t.n} tasks)", **info)
-            return
-        if gate.undecidable(t, lambda: sum(map(len, pairs))):
-            return
-        if t.ci_high <= allowed + 1e-12:
+        pairs = paired_regressions(spec, start, cand, metric)
+        gate.attempts.append(sum(map(len, pairs)))
+        rare = _rare_regressions(metric, start, cand, pairs)
+        changed = any(d != 0 for attempts in pairs for d in attempts)
+        if rare is not None:
+            # Changed on too few tasks for the t-test, whose bound on a handful of rare
+            # events is far too narrow (benchmarks/tolerance_edge.py): only the exact
+            # test passes it; the evidence against it may still fail it below.
+            regressed, size = rare
+            most = rare_event_boundary(gate.attempts, gate.fractions, allowed / size,
+                                       gate.level)
+            self.aux_info[metric].update(attempts=gate.attempts[-1], regressed=regressed,
+                                         most=most, size=size)
+            if regressed <= most:
+                gate.decide(True, f"{text}: worse on {regressed} of {gate.attempts[-1]} "
+                                  f"paired attempts, each by at most {size:g}: few enough "
+                                  f"for the exact test of a rare change (at most {most}; vs "
+                                  f"the start config, {t.n} tasks)",
+                            **info, regressed=regressed, most=most, size=size)
+                return
+        if (rare is None or not changed) and not gate.undecidable(t, lambda: gate.attempts[-1]) \
+                and t.ci_high <= allowed + 1e-12:
             gate.decide(True, f"{text} <= allowed (vs the start config, {t.n} tasks)", **info)
-        elif gate.fractions[-1] >= 0.5 and hopeless(room, gate.fractions[-1], 0.0, gate.level):
+            return
+        if gate.fractions[-1] >= 0.5 and hopeless(room, gate.fractions[-1], 0.0, gate.level):
             # Not on fewer than half the tasks: a metric of rare events (a harmful action
             # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
@@ -447,21 +471,6 @@ class Confirmation:
                               not_run, means, self.pooled)
 
 
-def _unchanged_within(metric: str, start: TaskAttempts, cand: TaskAttempts,
-                      pairs: list[list[float]], allowed: float, level: float) -> bool:
-    """Whether ``metric`` took the same value for both configs on every paired attempt
-    (``pairs``, the regressions), enough of them that a rare change stays within
-    ``allowed``: fewer than :func:`~forge.stats.unchanged_rate_bound` of the attempts
-    change (at ``level``), each by at most the largest value the metric took on any of
-    them. A metric never above 0 gives no such scale: it waits for half the tasks."""
-    if any(d != 0 for attempts in pairs for d in attempts):
-        return False
-    largest = max((abs(a.metrics[metric]) for config in (start, cand)
-                   for attempts in config.values() for a in attempts
-                   if a.stop_reason == "completed" and metric in a.metrics), default=0.0)
-    n = sum(map(len, pairs))
-    return n > 0 and largest > 0 and unchanged_rate_bound(n, level) * largest <= allowed
-
 
 def _pairs(paired: dict[str, list[Any]]) -> int:
     return sum(map(len, paired.values()))
@@ -472,3 +481,21 @@ def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float
     shared = [t for t in a if t in b]
     return (TaskAttempts({t: a[t] for t in shared}).mean_score,
             TaskAttempts({t: b[t] for t in shared}).mean_score)
+
+
+
+def _rare_regressions(metric: str, start: TaskAttempts, cand: TaskAttempts,
+                      pairs: list[list[float]]) -> tuple[int, float] | None:
+    """When ``metric`` changed on fewer than :data:`SPARSE_TASKS` tasks of ``pairs`` (the
+    regressions, per task and attempt): the attempts it regressed on, and the most one
+    attempt could regress (the largest value the metric took on either config, or the
+    largest regression seen if larger). None when it changed on more tasks, or took no
+    value but 0 (nothing to scale a rare change by: it waits for half the tasks)."""
+    if sum(1 for attempts in pairs if any(d != 0 for d in attempts)) >= SPARSE_TASKS:
+        return None
+    worse = [d for attempts in pairs for d in attempts if d > 0]
+    largest = max((abs(a.metrics[metric]) for config in (start, cand)
+                   for attempts in config.values() for a in attempts
+                   if a.stop_reason == "completed" and metric in a.metrics), default=0.0)
+    size = max([largest, *worse])
+    return (len(worse), size) if size > 0 and pairs else None

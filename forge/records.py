@@ -217,6 +217,13 @@ class AuxDetails(_Block):
     direction: str | None = None
     vs: Literal["incumbent", "start"] | None = None
     n_tasks: int | None = None
+    #: Set where the metric changed on too few tasks for the t-test and the exact test
+    #: for a rare change read it: the paired attempts, those the candidate was worse on,
+    #: the most the test allowed at that look, and the most one attempt could regress.
+    attempts: int | None = None
+    regressed: int | None = None
+    most: int | None = None
+    size: Number | None = None
 
 
 class _Delta(_Block):

@@ -11,7 +11,7 @@ from scipy import stats as _st
 
 __all__ = ["IDENTICAL_PAIRS", "FixedTasksBound", "Interval", "PairedTest", "drop_lower_bound",
            "fixed_tasks_bound", "mean_interval", "paired_test", "spent_alpha",
-           "unchanged_rate_bound", "wilson_interval"]
+           "wilson_interval"]
 
 #: Paired attempts past which identical deltas are read as they are before half a test's
 #: tasks. Identical deltas on fewer tasks decide nothing (a rare event, a harmful action
@@ -193,16 +193,6 @@ def spent_alpha(index: int, alpha: float) -> float:
     if index < 1:
         raise ValueError("confirmation index starts at 1")
     return alpha * 6.0 / (math.pi ** 2 * index ** 2)
-
-
-def unchanged_rate_bound(pairs: int, level: float) -> float:
-    """The one-sided ``1 - level`` upper bound on the rate of paired attempts on which two
-    configs differ, when none of ``pairs`` paired attempts did: the ``q`` with
-    ``(1 - q) ** pairs == level`` (the exact binomial bound; about ``3 / pairs`` at 0.05).
-    """
-    if pairs <= 0:
-        return 1.0
-    return 1.0 - math.pow(level, 1.0 / pairs)
 
 
 _NORMAL = NormalDist()  # the stdlib's: scipy's ppf costs ~0.3 ms a call

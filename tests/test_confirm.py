@@ -260,17 +260,20 @@ def unchanged_harm_step(tmp_path: Path, harm: float) -> dict[str, Any]:
                       metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
 
 
-def test_a_metric_no_attempt_changed_passes_on_the_exact_bound_before_half_the_tasks(
+def test_a_metric_no_attempt_changed_passes_on_the_exact_test_before_half_the_tasks(
         tmp_path: Path) -> None:
-    # Harm 0 or 1 an attempt, the same on every paired attempt: on n attempts none
-    # changed bounds the rate of changed attempts below 1 - 0.05**(1/n), under 0.01 from
-    # 299 on, and a changed attempt adds at most 1: within +0.01 on 60 tasks, not 150.
+    # Harm 0 or 1 an attempt, the same on every paired attempt: none worse among n
+    # attempts is read by the exact test of a rare change (a rate of 1% of changed
+    # attempts, each adding at most 1, would show none in 299 with a chance below 0.05):
+    # within +0.01 on 60 to 100 tasks, not 150.
     record = unchanged_harm_step(tmp_path, 1.0)
     assert record["verdict"] == "promoted"
     [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
     assert harm["passed"]
-    assert "on none of its paired attempts did it change" in harm["reason"]
-    assert 60 <= record["aux"]["harm"]["n_tasks"] < 150
+    assert "worse on 0 of" in harm["reason"]
+    assert "exact test of a rare change" in harm["reason"]
+    assert record["aux"]["harm"]["regressed"] == 0 and record["aux"]["harm"]["size"] == 1.0
+    assert 60 <= record["aux"]["harm"]["n_tasks"] <= 100
 
 
 def test_a_metric_no_attempt_changed_waits_when_a_change_could_be_large(
@@ -280,8 +283,49 @@ def test_a_metric_no_attempt_changed_waits_when_a_change_could_be_large(
     record = unchanged_harm_step(tmp_path, 50.0)
     [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
     assert harm["passed"]
-    assert "on none of its paired attempts" not in harm["reason"]
+    assert "exact test" not in harm["reason"]
     assert record["aux"]["harm"]["n_tasks"] >= 150
+
+
+#: boost adds a harmful action on a share RATE of the attempts, the same attempts on
+#: every run; the start never acts harmfully.
+RARE_HARM = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    rare = random.Random(f"harm-{ctx.seed}").random() < RATE
+    return {"output": task.expected if ok else "wrong",
+            "metrics": {"harm": 1.0 if config["boost"] and rare else 0.0}}
+"""
+
+
+def rare_harm_step(tmp_path: Path, rate: float, seed: int) -> dict[str, Any]:
+    return boost_step(tmp_path, RARE_HARM.replace("RATE", repr(rate)), k=5, seed=seed,
+                      tasks=search_tasks(200, 100, 2),
+                      metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_a_rare_regression_past_its_allowance_is_not_passed_by_the_t_test(
+        tmp_path: Path, seed: int) -> None:
+    # +0.012 harmful actions an attempt against +0.01 allowed, on a few tasks. With these
+    # seeds the t-test passed it (its bound on a handful of events far too narrow); only
+    # the exact test may pass a change on so few tasks.
+    record = rare_harm_step(tmp_path, 0.012, seed)
+    assert record["verdict"] == "rejected"
+    [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
+    assert not harm["passed"]
+
+
+def test_a_rare_regression_well_within_its_allowance_passes_on_the_exact_test(
+        tmp_path: Path) -> None:
+    # +0.002 an attempt: a few harmful attempts, within +0.01 by the exact test.
+    record = rare_harm_step(tmp_path, 0.002, 3)
+    assert record["verdict"] == "promoted"
+    [harm] = [g for g in record["gates"] if g["name"] == "aux:harm"]
+    assert "paired attempts, each by at most 1: few enough for the exact test" in harm["reason"]
+    aux = record["aux"]["harm"]
+    assert 0 < aux["regressed"] <= aux["most"] and aux["attempts"] >= 299
 
 
 # -- floors: every tagged task, not the ones an early decision reached -------------------------

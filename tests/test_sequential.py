@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from forge.sequential import DEFAULT_RHO, efficacy_boundaries, nominal_level, power_spending
+from forge.sequential import (
+    DEFAULT_RHO,
+    efficacy_boundaries,
+    nominal_level,
+    power_spending,
+    rare_event_boundary,
+)
 
 
 def obrien_fleming_spending(alpha: float) -> Callable[[float], float]:
@@ -104,3 +110,63 @@ def test_power_spending_checks_its_parameters() -> None:
     with pytest.raises(ValueError, match="rho"):
         power_spending(0.05, 0.0)
     assert efficacy_boundaries([], spend) == []
+
+
+# -- the exact test for rare events ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "rate"), [(300, 0.01), (475, 0.01), (1000, 0.005), (200, 0.1)])
+def test_a_rare_event_boundary_at_one_look_is_the_exact_binomial_test(n: int,
+                                                                      rate: float) -> None:
+    c = rare_event_boundary([n], [1.0], rate, 0.05)
+    assert st.binom.cdf(c, n, rate) <= 0.05 < st.binom.cdf(c + 1, n, rate)
+
+
+def test_no_event_in_299_attempts_shows_a_rate_below_one_percent() -> None:
+    # 0.99**298 > 0.05 > 0.99**299: the zero-count bound, exact.
+    assert rare_event_boundary([298], [1.0], 0.01, 0.05) == -1
+    assert rare_event_boundary([299], [1.0], 0.01, 0.05) == 0
+
+
+#: Irregular looks, as a confirmation's chunks of dev and val tasks give them.
+LOOKS = [57, 95, 190, 285, 380, 475, 570, 760, 1100]
+
+
+def passes_any_look(looks: list[int], rate: float, true_rate: float, reps: int,
+                    seed: int = 0) -> float:
+    bounds = [rare_event_boundary(looks[:j + 1], [n / looks[-1] for n in looks[:j + 1]], rate,
+                                  0.05) for j in range(len(looks))]
+    rng = np.random.default_rng(seed)
+    counts = np.cumsum(rng.binomial(np.diff([0, *looks]), true_rate, size=(reps, len(looks))),
+                       axis=1)
+    return float(np.mean((counts <= np.array(bounds)).any(axis=1)))
+
+
+def test_the_rare_event_test_holds_its_level_over_every_look() -> None:
+    # At the null's edge (1%): at most alpha over nine looks (Monte Carlo, se 0.0005);
+    # a fixed-level exact test at every look would pass in far more.
+    at_edge = passes_any_look(LOOKS, 0.01, 0.01, 200_000)
+    assert 0.02 < at_edge <= 0.05 + 0.0015
+    naive = np.mean((np.cumsum(np.random.default_rng(1).binomial(
+        np.diff([0, *LOOKS]), 0.01, size=(200_000, len(LOOKS))), axis=1)
+        <= np.array([rare_event_boundary([n], [1.0], 0.01, 0.05) for n in LOOKS])).any(axis=1))
+    assert naive > 0.07
+    # Past the edge it passes less; far within it, nearly always.
+    assert passes_any_look(LOOKS, 0.01, 0.015, 100_000) < 0.01
+    assert passes_any_look(LOOKS, 0.01, 0.002, 20_000) > 0.9
+
+
+def test_the_rare_event_test_holds_its_level_on_large_counts() -> None:
+    # Counts of thousands, where the chances are convolved by FFT.
+    assert passes_any_look([6000, 12000, 18000], 0.3, 0.3, 200_000) <= 0.05 + 0.0015
+
+
+def test_the_rare_event_test_refuses_malformed_looks() -> None:
+    with pytest.raises(ValueError, match="one count"):
+        rare_event_boundary([10, 20], [1.0], 0.01, 0.05)
+    with pytest.raises(ValueError, match="must not decrease"):
+        rare_event_boundary([20, 10], [0.5, 1.0], 0.01, 0.05)
+    with pytest.raises(ValueError, match="alpha"):
+        rare_event_boundary([10], [1.0], 0.01, 1.5)
+    assert rare_event_boundary([10], [1.0], 0.0, 0.05) == -1
+    assert rare_event_boundary([10], [1.0], 1.0, 0.05) == 10

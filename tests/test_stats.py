@@ -15,7 +15,6 @@ from forge.stats import (
     mean_interval,
     paired_test,
     spent_alpha,
-    unchanged_rate_bound,
     wilson_interval,
 )
 
@@ -108,19 +107,6 @@ def test_spent_alpha_sums_to_at_most_alpha(alpha: float) -> None:
 def test_spent_alpha_starts_at_one() -> None:
     with pytest.raises(ValueError):
         spent_alpha(0, 0.05)
-
-
-@pytest.mark.parametrize("level", [0.05, 0.01])
-def test_unchanged_rate_bound_is_the_exact_binomial_bound(level: float) -> None:
-    # No change in n paired attempts: the rate q of changed attempts with P(none) = level
-    # is the one-sided Clopper-Pearson bound at 0 of n.
-    for n in (1, 10, 298, 5000):
-        q = unchanged_rate_bound(n, level)
-        assert (1 - q) ** n == pytest.approx(level)
-        assert q == pytest.approx(st.beta.ppf(1 - level, 1, n))
-    # A harmful action in a hundred attempts is bounded below 0.01 from 299 attempts on.
-    assert unchanged_rate_bound(298, 0.05) > 0.01 > unchanged_rate_bound(299, 0.05)
-    assert unchanged_rate_bound(0, level) == 1.0
 
 
 def test_mean_interval_matches_scipy() -> None:
