@@ -76,7 +76,6 @@ __all__ = ["SPARSE_TASKS", "ConfirmOutcome", "Confirmation"]
 SPARSE_TASKS = 10
 
 
-
 @dataclass
 class _Gate:
     """One sequential test: its looks so far and, once decided, its verdict."""
@@ -481,7 +480,6 @@ def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float
     shared = [t for t in a if t in b]
     return (TaskAttempts({t: a[t] for t in shared}).mean_score,
             TaskAttempts({t: b[t] for t in shared}).mean_score)
-
 
 
 def _rare_regressions(metric: str, start: TaskAttempts, cand: TaskAttempts,

@@ -51,9 +51,9 @@ DEFAULT_RHO = 2.0
 #: attempts at 1% and alpha = 0.05), so the early looks have nothing to spend on, and
 #: ``t**0.25`` leaves the first look that can pass most of the level (0.038 at a third
 #: of the tasks), the rest for the looks that may pass a few events. Chosen on the
-#: contest (quality.py, 40 seeds): 0.5 cost closedform's noise move its unchanged
-#: tolerances' early pass (0.436 -> 0.417 at 2k on 10 seeds); 0, the whole level at
-#: once, cost triage the moves that add one or two events (0.733 -> 0.721 at 5k).
+#: contest (quality.py, 10 seeds): 0.5 cost closedform's noise move its unchanged
+#: tolerances' early pass (0.436 -> 0.417 at 2k); 0, the whole level at once, cost
+#: triage the moves that add one or two events (0.733 -> 0.721 at 5k).
 RARE_RHO = 0.25
 
 _GRID_STEP = 0.02  # on the Brownian scale S(t) = Z * sqrt(t); Simpson: z within 1e-4
