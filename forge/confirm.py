@@ -310,8 +310,9 @@ class Confirmation:
         self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
         pairs = paired_regressions(spec, start, cand, metric)
         gate.attempts.append(sum(map(len, pairs)))
-        rare = _rare_regressions(metric, start, cand, pairs)
-        changed = any(d != 0 for attempts in pairs for d in attempts)
+        changed = sum(1 for attempts in pairs if any(d != 0 for d in attempts))
+        rare = (_rare_regressions(metric, start, cand, pairs) if changed < SPARSE_TASKS
+                else None)
         if rare is not None:
             # Changed on too few tasks for the t-test, whose bound on a handful of rare
             # events is far too narrow (benchmarks/tolerance_edge.py): only the exact
@@ -484,13 +485,11 @@ def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float
 
 def _rare_regressions(metric: str, start: TaskAttempts, cand: TaskAttempts,
                       pairs: list[list[float]]) -> tuple[int, float] | None:
-    """When ``metric`` changed on fewer than :data:`SPARSE_TASKS` tasks of ``pairs`` (the
+    """For a metric changed on fewer than :data:`SPARSE_TASKS` tasks of ``pairs`` (the
     regressions, per task and attempt): the attempts it regressed on, and the most one
     attempt could regress (the largest value the metric took on either config, or the
-    largest regression seen if larger). None when it changed on more tasks, or took no
-    value but 0 (nothing to scale a rare change by: it waits for half the tasks)."""
-    if sum(1 for attempts in pairs if any(d != 0 for d in attempts)) >= SPARSE_TASKS:
-        return None
+    largest regression seen if larger). None when it took no value but 0 (nothing to
+    scale a rare change by: it waits for half the tasks)."""
     worse = [d for attempts in pairs for d in attempts if d > 0]
     largest = max((abs(a.metrics[metric]) for config in (start, cand)
                    for attempts in config.values() for a in attempts
