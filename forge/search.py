@@ -568,7 +568,8 @@ class Search:
             val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
             slack=self.slack,
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
-            pooled=self.options.pooled_improvement).run()
+            pooled=self.options.pooled_improvement,
+            extension=self._extension() if self.options.tolerance_extension else None).run()
         self._record(head, screened, outcome, level)
         self._annotate(step, screened, outcome)
         move = screened.proposal.move
@@ -592,6 +593,13 @@ class Search:
                 sign = 1.0 if spec.direction == "lower" else -1.0
                 self.standing[metric] = sign * (float(after) - float(before))
         return move, screened.candidate
+
+    def _extension(self) -> range:
+        """The attempts a confirmation's extension block runs: past every index a
+        selection of any precision round reads (``k << precision_rounds``) and this
+        confirmation's own, so that none of the data that chose a candidate decides it."""
+        first = max(2 * self.attempts, self.options.k << self.options.precision_rounds)
+        return range(first, first + self.attempts)
 
     def _record(self, head: _CandidateHead, screened: Screen, outcome: ConfirmOutcome,
                 level: float) -> None:

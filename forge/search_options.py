@@ -93,6 +93,14 @@ class SearchOptions:
     # halved the flips, and the budget ran out on them (2k, 10 seeds: 0.999 against
     # 0.984; benchmarks/quality.py).
     room_recall: bool = True
+    # A move whose confirmation passed dev and val but left a tolerance not shown either
+    # way runs one more block of fresh attempts, it and the start, on every confirmation
+    # task, and that tolerance is tested once more on all of them (the t-test at a
+    # reserved share of its level, confirm.EXTENSION_SHARE; the exact test at one more
+    # look). A tolerance of rare events needs attempts more than tasks: on triage, moves
+    # within +0.01 harmful actions by +0.000 to +0.005 were left "not shown" on 1,100
+    # paired attempts (10 seeds at 20k: 0.831 against 0.826; benchmarks/quality.py).
+    tolerance_extension: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -117,6 +125,7 @@ class SearchOptions:
                           pooled_improvement=self.pooled_improvement,
                           test_k=self.test_k, expansion=self.expansion,
                           room_recall=self.room_recall,
+                          tolerance_extension=self.tolerance_extension,
                           run_test=None if self.run_test else False, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
@@ -143,6 +152,8 @@ class SearchOptions:
                    pooled_improvement=bool(o.pooled_improvement),
                    # And before the test split had attempts of its own: k of them.
                    test_k=o.test_k or o.k, expansion=bool(o.expansion),
-                   room_recall=bool(o.room_recall), run_test=o.run_test is not False,
+                   room_recall=bool(o.room_recall),
+                   tolerance_extension=bool(o.tolerance_extension),
+                   run_test=o.run_test is not False,
                    executor=executor or o.executor)
 

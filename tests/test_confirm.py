@@ -8,6 +8,7 @@ dev alone, reaching the decisions it reached then.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +158,9 @@ def boost_step(tmp_path: Path, harness: str, *, k: int, seed: int, concurrency: 
 
 def test_each_tolerance_is_held_at_alpha_not_at_a_share_of_it(tmp_path: Path) -> None:
     # cost +7.5% with a per-task spread of 10 points: on the 70 confirmation tasks its
-    # upper bound at the last look is +9.8%, within +10% at alpha = 0.05; at alpha / 4,
-    # a Bonferroni share among the four metrics, it would be +10.5% and refused. A move
+    # upper bound at the last look is +9.9%, within +10% at the 0.8 alpha its looks spend
+    # (the rest is the extension's); at alpha / 4, a Bonferroni share among the four
+    # metrics, it would be +10.5% and refused. A move
     # must be refused only if some tolerance may be broken; each one tested at alpha
     # already keeps that to alpha (see forge/confirm.py).
     [record] = boost_outcomes(tmp_path, lift=0.075, spread=0.1, noisy=False, seeds=range(7, 8))
@@ -167,7 +169,7 @@ def test_each_tolerance_is_held_at_alpha_not_at_a_share_of_it(tmp_path: Path) ->
     assert set(gates) >= {f"aux:{m}" for m in FOUR_TOLERANCES}
     cost = gates["aux:cost"]
     assert cost["passed"]
-    assert cost["reason"].startswith("cost +7.5% (upper bound of regression +9.8%")
+    assert cost["reason"].startswith("cost +7.5% (upper bound of regression +9.9%")
 
 
 def test_a_move_at_the_edge_of_a_tolerance_is_promoted_in_at_most_alpha_of_searches(
@@ -326,6 +328,89 @@ def test_a_rare_regression_well_within_its_allowance_passes_on_the_exact_test(
     assert "paired attempts, each by at most 1: few enough for the exact test" in harm["reason"]
     aux = record["aux"]["harm"]
     assert 0 < aux["regressed"] <= aux["most"] and aux["attempts"] >= 299
+
+
+# -- the extension: a tolerance left open tested once more on fresh attempts ----------------------
+
+#: boost gains on most tasks; both configs act harmfully on 1% of the attempts, each on
+#: draws of its own: no change in truth, which 800 paired attempts leave unresolved
+#: against +0.01 (a bound of about +0.01 at the last look) and 1,600 resolve.
+EVEN_HARM = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    harm = random.Random(f"harm-{config['boost']}-{ctx.seed}").random() < 0.01
+    return {"output": task.expected if ok else "wrong",
+            "metrics": {"harm": 1.0 if harm else 0.0}}
+"""
+
+EVEN_HARM_K = 5
+
+
+def even_harm_search(tmp_path: Path, seed: int, **options: Any) -> tuple[SearchOutcome, Path]:
+    """A single-step search of boost on EVEN_HARM's bench, and its run folder."""
+    path = tmp_path / "bench"
+    if not path.exists():
+        write_search_bench(path, EVEN_HARM, registry=REGISTRY, k=EVEN_HARM_K,
+                           tasks=search_tasks(100, 60, 2),
+                           metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+    bench = load_bench(path)
+    folder = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
+    folder.mkdir()
+    settings: dict[str, Any] = {"max_steps": 1, "patience": 1, "budget": BudgetSettings(),
+                                "k": EVEN_HARM_K, "seed": seed, "concurrency": 4,
+                                "timeout_s": 10.0, "run_test": False, **options}
+    outcome = Search(bench, bench.defaults, SweepProposer(), SearchOptions(**settings),
+                     run_id=folder.name, folder=folder).run()
+    return outcome, folder
+
+
+def harm_gate(record: dict[str, Any]) -> dict[str, Any]:
+    [gate] = [g for g in record["gates"] if g["name"] == "aux:harm"]
+    return gate
+
+
+def attempt_indices(folder: Path) -> set[int]:
+    lines = (folder / "attempts.jsonl").read_text(encoding="utf-8").splitlines()
+    return {json.loads(line)["result"]["attempt"] for line in lines}
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_a_tolerance_the_tasks_leave_open_is_shown_on_a_block_of_fresh_attempts(
+        tmp_path: Path, seed: int) -> None:
+    without, _ = even_harm_search(tmp_path, seed, tolerance_extension=False)
+    refused = boost_record(without)
+    assert refused["verdict"] == "rejected"
+    assert harm_gate(refused)["reason"].endswith("not shown within the allowance (vs the "
+                                                 "start config)")
+
+    outcome, folder = even_harm_search(tmp_path, seed)
+    record = boost_record(outcome)
+    assert record["verdict"] == "promoted"
+    harm = harm_gate(record)
+    assert harm["passed"]
+    assert "<= allowed at level 0.01 on the extension too (5 fresh attempts a task, " \
+           "1600 paired attempts; vs the start config)" in harm["reason"]
+    # Both configs ran the block on every dev and val task, on attempts past any that a
+    # selection reads (k << precision_rounds = 20 onwards), and the record counts them.
+    extension = set(range(EVEN_HARM_K << 2, (EVEN_HARM_K << 2) + EVEN_HARM_K))
+    assert extension <= attempt_indices(folder)
+    assert record["rollouts"] == refused["rollouts"] + 2 * 160 * EVEN_HARM_K
+
+
+def test_no_extension_runs_without_the_budget_for_all_of_it(tmp_path: Path) -> None:
+    without, _ = even_harm_search(tmp_path, 2, tolerance_extension=False)
+    # Room for most of the block (1,600 rollouts), not all of it.
+    budget = BudgetSettings(rollouts=without.rollouts_used + 1200)
+    outcome, folder = even_harm_search(tmp_path, 2, budget=budget)
+    record = boost_record(outcome)
+    assert record["verdict"] == "rejected"
+    # Refused on the looks alone, as without the extension (at 0.8 alpha: the rest was
+    # the extension's, and the level of a test is fixed before its data come in).
+    assert harm_gate(record)["reason"].endswith("not shown within the allowance (vs the "
+                                                "start config)")
+    assert max(attempt_indices(folder)) < EVEN_HARM_K << 2
+    assert outcome.rollouts_used == without.rollouts_used
 
 
 # -- floors: every tagged task, not the ones an early decision reached -------------------------

@@ -196,6 +196,22 @@ def test_load_run_missing_or_malformed(tmp_path: Path) -> None:
         load_run(tmp_path)
 
 
+@pytest.mark.parametrize("executor", [{"name": "local", "workeps": 2},
+                                      {"name": "local", "workers": 0}, {"name": 3}])
+def test_a_bad_executor_in_run_json_is_that_files_field_in_one_line(
+        tmp_path: Path, executor: dict[str, Any]) -> None:
+    # A flipped bit in a key ("workers" -> "workeps") once raised a TypeError from the
+    # settings' constructor; a bad value named a command-line option nobody typed.
+    write_run(tmp_path, _info())
+    data = json.loads((tmp_path / "run.json").read_text())
+    data["options"]["executor"] = executor
+    (tmp_path / "run.json").write_text(json.dumps(data))
+    with pytest.raises(JournalError) as err:
+        load_run(tmp_path)
+    message = str(err.value)
+    assert "run.json" in message and "executor" in message and "\n" not in message
+
+
 def test_read_records_without_a_journal(tmp_path: Path) -> None:
     with pytest.raises(JournalError, match="no journal"):
         read_records(tmp_path)

@@ -156,6 +156,21 @@ def test_the_rare_event_test_holds_its_level_over_every_look() -> None:
     assert passes_any_look(LOOKS, 0.01, 0.002, 20_000) > 0.9
 
 
+def test_a_look_past_the_last_fraction_gets_what_the_looks_before_left() -> None:
+    # A confirmation's extension block: its look comes at a fraction of 1 again, after a
+    # last look at 1, and may spend only what that left; over both, alpha at the edge
+    # (Monte Carlo, se 0.0005), and it passes more than the first look alone.
+    looks, fractions = [1100, 2200], [1.0, 1.0]
+    bounds = [rare_event_boundary(looks[:j + 1], fractions[:j + 1], 0.01, 0.05)
+              for j in range(2)]
+    assert bounds[0] == rare_event_boundary([1100], [1.0], 0.01, 0.05)
+    rng = np.random.default_rng(3)
+    counts = np.cumsum(rng.binomial([1100, 1100], 0.01, size=(200_000, 2)), axis=1)
+    passed = (counts <= np.array(bounds)).any(axis=1)
+    assert np.mean(passed) <= 0.05 + 0.0015
+    assert np.mean(passed) > np.mean(counts[:, 0] <= bounds[0])
+
+
 def test_the_rare_event_test_holds_its_level_on_large_counts() -> None:
     # Counts of thousands, where the chances are convolved by FFT.
     assert passes_any_look([6000, 12000, 18000], 0.3, 0.3, 200_000) <= 0.05 + 0.0015

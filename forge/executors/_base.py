@@ -130,6 +130,12 @@ def _name_choices(schema: dict[str, Any]) -> None:
     schema["properties"]["name"]["enum"] = EXECUTORS.names()
 
 
+class _SettingError(OptionError, ValueError):
+    """A bad executor setting: an option on the command line; a ValueError too, so that
+    validating a file's ``executor`` (run.json, bench.yaml) reports it as that file's
+    field, not as an option nobody typed."""
+
+
 class ExecutorSettings(ExecutorOptions):
     """Which executor and how big: ``executor: process`` or ``{name: process, workers: 2}``
     in a bench, ``--executor`` / ``--workers`` / ``--ray-address`` on the command line
@@ -140,13 +146,16 @@ class ExecutorSettings(ExecutorOptions):
     name: str = "local"
 
     def __init__(self, name: str = "local", workers: int | None = None,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, **unknown: Any) -> None:
+        # Validation from a file (run.json, bench.yaml) calls this with the file's keys:
+        # one it does not know must fail as a bad input, not as a TypeError.
         try:
-            BaseModel.__init__(self, name=name, workers=workers, ray_address=ray_address)
+            BaseModel.__init__(self, name=name, workers=workers, ray_address=ray_address,
+                               **unknown)
         except ValidationError as exc:
             problem = validation_problem(exc)
-            raise OptionError(problem.message,
-                              option="--" + problem.field.replace("_", "-")) from None
+            raise _SettingError(problem.message,
+                                option="--" + problem.field.replace("_", "-")) from None
 
     @model_validator(mode="before")
     @classmethod
