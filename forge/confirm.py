@@ -335,14 +335,10 @@ class Confirmation:
         t = paired_test(worse, alpha=nominal)
         # The same data as "room left under the allowance": hopeless as for dev and val.
         room = paired_test([allowed - w for w in worse], alpha=nominal)
-        text = aux_text(metric, spec, before, after, t.ci_high, allowed)
-        info: dict[str, float | int | str | None] = {
-            "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
-            "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
-        self.aux_info[metric] = {k: v for k, v in info.items() if k not in {"nominal"}}
+        text, info = self._read(metric, before, after, t, allowed, nominal)
         pairs = paired_regressions(spec, start, cand, metric)
         gate.attempts.append(sum(map(len, pairs)))
-        changed = sum(1 for attempts in pairs if any(d != 0 for d in attempts))
+        changed = _changed(pairs)
         gate.sparse = changed < SPARSE_TASKS
         rare = (_rare_regressions(metric, start, cand, pairs) if changed < SPARSE_TASKS
                 else None)
@@ -371,6 +367,16 @@ class Confirmation:
             # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
                                f"(vs the start config, {t.n} tasks)", **info)
+
+    def _read(self, metric: str, before: float, after: float, t: PairedTest, allowed: float,
+              nominal: float) -> tuple[str, dict[str, float | int | str | None]]:
+        """A tolerance test's reason head and details; its reading kept for the record."""
+        spec = self.bench.spec.metrics[metric]
+        info: dict[str, float | int | str | None] = {
+            "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
+            "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": nominal}
+        self.aux_info[metric] = {k: v for k, v in info.items() if k != "nominal"}
+        return aux_text(metric, spec, before, after, t.ci_high, allowed), info
 
     def _test_open(self) -> None:
         if self.dev.open:
@@ -473,14 +479,9 @@ class Confirmation:
         t = paired_test(worse, alpha=level)
         pairs = paired_regressions(spec, start, cand, metric)
         attempts = sum(map(len, pairs))
-        changed = sum(1 for a in pairs if any(d != 0 for d in a))
-        text = aux_text(metric, spec, before, after, t.ci_high, allowed)
-        info: dict[str, float | int | str | None] = {
-            "before": before, "after": after, "bound": t.ci_high, "allowed": allowed,
-            "direction": spec.direction, "vs": "start", "n_tasks": t.n, "nominal": level,
-            "extension": len(self.extension or ())}
-        self.aux_info[metric] = {k: v for k, v in info.items()
-                                 if k not in {"nominal", "extension"}}
+        changed = _changed(pairs)
+        text, info = self._read(metric, before, after, t, allowed, level)
+        info["extension"] = len(self.extension or ())
         where = (f"on the extension too ({len(self.extension or ())} fresh attempts a "
                  f"task, {attempts} paired attempts; vs the start config)")
         # The test the looks read it by, whatever the block changed: twice the attempts
@@ -586,6 +587,11 @@ def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float
     shared = [t for t in a if t in b]
     return (TaskAttempts({t: a[t] for t in shared}).mean_score,
             TaskAttempts({t: b[t] for t in shared}).mean_score)
+
+
+def _changed(pairs: list[list[float]]) -> int:
+    """The tasks of ``pairs`` (regressions, per task and attempt) with any change."""
+    return sum(1 for attempts in pairs if any(d != 0 for d in attempts))
 
 
 def _rare_regressions(metric: str, start: TaskAttempts, cand: TaskAttempts,
