@@ -224,6 +224,9 @@ class AuxDetails(_Block):
     regressed: int | None = None
     most: int | None = None
     size: Number | None = None
+    #: Set where the extension was not run for it: the most its exact test's look on the
+    #: block could allow, fewer than ``regressed`` projected over the block's attempts.
+    extension_most: int | None = None
 
 
 class _Delta(_Block):

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import search_tasks, write_search_bench
+from scipy.stats import binom
 
 from forge.bench import BudgetSettings, load_bench
 from forge.proposers import SweepProposer
@@ -411,6 +412,56 @@ def test_no_extension_runs_without_the_budget_for_all_of_it(tmp_path: Path) -> N
                                                 "start config)")
     assert max(attempt_indices(folder)) < EVEN_HARM_K << 2
     assert outcome.rollouts_used == without.rollouts_used
+
+
+#: Both configs act harmfully on half the attempts of six tasks, each on draws of its
+#: own: no change in truth, but on a quarter of those attempts boost is the worse, and
+#: the exact test that reads a change on so few tasks counts those (about 1% of the
+#: paired attempts, against +0.01 allowed): no block of fresh attempts could pass it.
+SAME_FEW_TASKS_HARM = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    harm = (task.id in ("dev-00", "dev-01", "dev-02", "val-00", "val-01", "val-02")
+            and random.Random(f"harm-{config['boost']}-{ctx.seed}").random() < 0.5)
+    return {"output": task.expected if ok else "wrong",
+            "metrics": {"harm": 1.0 if harm else 0.0}}
+"""
+
+
+def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
+        tmp_path: Path) -> None:
+    path = tmp_path / "bench"
+    write_search_bench(path, SAME_FEW_TASKS_HARM, registry=REGISTRY, k=EVEN_HARM_K,
+                       tasks=search_tasks(100, 60, 2),
+                       metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+    bench = load_bench(path)
+    outcomes = []
+    for extension in (False, True):
+        folder = tmp_path / f"run-{extension}"
+        folder.mkdir()
+        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(),
+                                k=EVEN_HARM_K, seed=2, concurrency=4, timeout_s=10.0,
+                                run_test=False, tolerance_extension=extension)
+        outcome = Search(bench, bench.defaults, SweepProposer(), options,
+                         run_id=folder.name, folder=folder).run()
+        outcomes.append((outcome, folder))
+    (without, _), (outcome, folder) = outcomes
+    record = boost_record(outcome)
+    assert record["verdict"] == "rejected"
+    harm = harm_gate(record)
+    assert harm["reason"].endswith("not shown within the allowance (vs the start config; a "
+                                   "block of fresh attempts could not plausibly show it)")
+    aux = record["aux"]["harm"]
+    # Worse on some 1% of the paired attempts, where the block's look allows at most
+    # a few in 1,600: at that rate, the block would pass it with a chance under 10%.
+    # No block was run, and no rollout spent on one.
+    regressed, seen = aux["regressed"], aux["attempts"]
+    assert binom.cdf(aux["extension_most"] - regressed, 1600 - seen, regressed / seen) < 0.1
+    assert max(attempt_indices(folder)) < EVEN_HARM_K << 2
+    assert outcome.rollouts_used == without.rollouts_used
+    assert harm_gate(boost_record(without))["reason"].endswith(
+        "not shown within the allowance (vs the start config)")
 
 
 # -- floors: every tagged task, not the ones an early decision reached -------------------------
