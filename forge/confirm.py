@@ -489,23 +489,18 @@ class Confirmation:
         its looks saw, it would stay under its last look's boundary with a chance below
         :data:`BLOCK_CHANCE`. Only which confirmations run a block depends on this,
         not any test's level."""
-        if not gate.sparse or not gate.attempts:
+        # The last look's reading (no data has come in since): its count of attempts
+        # made worse and the most one could regress, set where the exact test read it.
+        info = self.aux_info.get(metric, {})
+        if not gate.sparse or not gate.attempts or "size" not in info:
             return True
-        spec = self.bench.spec.metrics[metric]
-        start, cand = self._aux_pairs()
-        _, before, _ = regressions(spec, start, cand, metric)
-        rare = _rare_regressions(metric, start, cand,
-                                 paired_regressions(spec, start, cand, metric))
-        if before is None or rare is None:
-            return True
-        regressed, size = rare
-        seen = gate.attempts[-1]
+        regressed, seen = int(info["regressed"]), gate.attempts[-1]
         most = rare_event_boundary([*gate.attempts, seen + block], [*gate.fractions, 1.0],
-                                   regression_allowance(spec, before) / size, gate.level)
+                                   float(info["allowed"]) / float(info["size"]), gate.level)
         if _st.binom.cdf(most - regressed, block, regressed / seen) >= BLOCK_CHANCE:
             return True
         gate.hopeless_block = True
-        self.aux_info[metric]["extension_most"] = most
+        info["extension_most"] = most
         return False
 
     def _test_extended(self, metric: str, gate: _Gate) -> None:

@@ -225,7 +225,8 @@ class AuxDetails(_Block):
     most: int | None = None
     size: Number | None = None
     #: Set where the extension was not run for it: the most its exact test's look on the
-    #: block could allow, fewer than ``regressed`` projected over the block's attempts.
+    #: block would allow, which at the rate of ``regressed`` the block would stay under
+    #: with too small a chance (``forge.confirm.BLOCK_CHANCE``).
     extension_most: int | None = None
 
 
