@@ -122,8 +122,6 @@ class _Gate:
     #: Whether the last look read the metric as changed on fewer than SPARSE_TASKS tasks
     #: (the exact test's): the extension keeps to that test.
     sparse: bool = False
-    #: Whether the extension's exact test could not plausibly pass it (not run for it).
-    hopeless_block: bool = False
     fractions: list[float] = field(default_factory=list)
     #: Paired attempts at each look (the tolerances' exact test for rare events).
     attempts: list[int] = field(default_factory=list)
@@ -499,8 +497,7 @@ class Confirmation:
                                    float(info["allowed"]) / float(info["size"]), gate.level)
         if _st.binom.cdf(most - regressed, block, regressed / seen) >= BLOCK_CHANCE:
             return True
-        gate.hopeless_block = True
-        info["extension_most"] = most
+        info["extension_most"] = most  # the mark of a block skipped for it (_exhaust)
         return False
 
     def _test_extended(self, metric: str, gate: _Gate) -> None:
@@ -582,7 +579,7 @@ class Confirmation:
                                        float(info["before"]), float(info["after"]),
                                        float(info["bound"]), float(info["allowed"])))
                 why = ("; a block of fresh attempts could not plausibly show it"
-                       if gate.hopeless_block else "")
+                       if info is not None and "extension_most" in info else "")
                 gate.decide(False, f"{shown}: not shown within the allowance (vs the start "
                                    f"config{why})", **(info or {}))
 
