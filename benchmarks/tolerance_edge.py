@@ -22,7 +22,10 @@ second metric, by a known amount with Gaussian noise per attempt; the last case 
 dev / 100 val tasks, K = 5) moves no cost but adds a harmful action on 1% of the
 attempts: the rare-event edge, where the t-test's reading of a few events is too
 narrow (the exact test for a rare change reads it), and the same at 0.2%, well within,
-for that test's power. One single-step search per seed; reported: the share of searches that
+for that test's power; the last two put harm on a few tasks for both configs, as on
+triage, the move taking it off some tasks and onto others, at net +0 (within: what the
+exact test's count of attempts made worse costs) and +0.01 (the edge a netted test must
+hold). One single-step search per seed; reported: the share of searches that
 promote ``boost``, with its 95% Wilson interval, against the truth of each case (error
 where a tolerance is at or past its edge, power where all are within).
 """
@@ -67,13 +70,17 @@ class Case:
     """``boost``'s cost and wait_ms lifts with their per-attempt noise sd; ``harm``: the
     share of attempts on which it adds a harmful action (1 in 20 have one for both
     configs, the same attempts: the rest of the attempts leave harm exactly unchanged);
-    the bench's dev / val tasks and attempts a task; what the truth is."""
+    ``moved``: instead, harm as on triage, on a few tasks of each split for both configs,
+    on attempts of their own: the start on tasks 0-4 at 0.2 (1% of all attempts),
+    ``boost`` on tasks 5-6 at 0.5 (1%) plus ``moved`` spread on tasks 7-8; the bench's
+    dev / val tasks and attempts a task; what the truth is."""
 
     cost: float
     wait: float
     sd: float
     truth: str
     harm: float | None = None
+    moved: float | None = None
     dev: int = 40
     val: int = 30
     k: int = 4
@@ -93,6 +100,15 @@ CASES: dict[str, Case] = {
     # what share of searches.
     "harm changed on 0.2% of attempts (within, +0.002)": Case(
         0.0, 0.0, 0.0, "within", harm=0.002, dev=100, val=100, k=5),
+    # Harm as on triage (benches/triage: the start acts harmfully on 5 of 110 dev
+    # tasks, on 15-25% of their attempts, and a move can take it off some and onto
+    # others): the exact test counts the attempts made worse, none of those made
+    # better, so a move that only moves harm (net +0) is often not shown within its
+    # allowance; the same moved at +0.01 is the edge that any netted test must hold.
+    "harm moved to other tasks (net +0, within)": Case(
+        0.0, 0.0, 0.0, "within", moved=0.0, dev=100, val=100, k=5),
+    "harm moved to other tasks, +0.01 (at its edge)": Case(
+        0.0, 0.0, 0.0, "edge", moved=0.01, dev=100, val=100, k=5),
 }
 
 #: The paired tasks at each look of the cost gate in these confirmations (70 at most:
@@ -102,7 +118,7 @@ LOOKS = (7, 12, 17, 22, 27, 32, 37, 44, 51, 58, 63, 70)
 HARNESS = """
 import random
 
-COST, WAIT, SD, HARM = {cost}, {wait}, {sd}, {harm}
+COST, WAIT, SD, HARM, MOVED = {cost}, {wait}, {sd}, {harm}, {moved}
 
 def run(config, task, ctx):
     rng = random.Random(ctx.seed)
@@ -114,6 +130,12 @@ def run(config, task, ctx):
     if HARM is not None:
         u = random.Random(f"harm-{{ctx.seed}}").random()
         harm = 1.0 if u < 0.05 + (HARM if config["boost"] else 0.0) else 0.0
+    if MOVED is not None:
+        i = int(task.input["q"].split()[1])
+        rate = ((0.5 if i in (5, 6) else 50.0 * MOVED if i in (7, 8) else 0.0)
+                if config["boost"] else 0.2 if i < 5 else 0.0)
+        u = random.Random(f"moved-{{ctx.seed}}-{{config['boost']}}").random()
+        harm = 1.0 if u < rate else 0.0
     return {{"output": task.expected if ok else "wrong", "cost": cost,
              "metrics": {{"wait_ms": 100.0 * wait, "harm": harm, "steps": 2.0}}}}
 """
@@ -124,7 +146,8 @@ def write_bench(root: Path, case: Case) -> Path:
     (root / "registry.yaml").write_text(
         "name: edge\nsettings:\n  boost: {type: bool, default: false}\n", encoding="utf-8")
     (root / "harness.py").write_text(textwrap.dedent(
-        HARNESS.format(cost=case.cost, wait=case.wait, sd=case.sd, harm=case.harm)),
+        HARNESS.format(cost=case.cost, wait=case.wait, sd=case.sd, harm=case.harm,
+                       moved=case.moved)),
         encoding="utf-8")
     (root / "tasks").mkdir(exist_ok=True)
     for split, n in (("dev", case.dev), ("val", case.val), ("test", 10)):
