@@ -71,9 +71,10 @@ class Case:
     share of attempts on which it adds a harmful action (1 in 20 have one for both
     configs, the same attempts: the rest of the attempts leave harm exactly unchanged);
     ``moved``: instead, harm as on triage, on a few tasks of each split for both configs,
-    on attempts of their own: the start on tasks 0-4 at 0.2 (1% of all attempts),
-    ``boost`` on tasks 5-6 at 0.5 (1%) plus ``moved`` spread on tasks 7-8; the bench's
-    dev / val tasks and attempts a task; what the truth is."""
+    on attempts of their own: the start on tasks 0-4 at 0.2, ``boost`` on tasks 5-6 at
+    0.5 (each 1% of the attempts at 100 tasks a split), plus ``moved`` of the attempts
+    on tasks 7-8 (the rate there derived from the split's size); the bench's dev / val
+    tasks and attempts a task; what the truth is."""
 
     cost: float
     wait: float
@@ -118,7 +119,7 @@ LOOKS = (7, 12, 17, 22, 27, 32, 37, 44, 51, 58, 63, 70)
 HARNESS = """
 import random
 
-COST, WAIT, SD, HARM, MOVED = {cost}, {wait}, {sd}, {harm}, {moved}
+COST, WAIT, SD, HARM, MOVED_RATE = {cost}, {wait}, {sd}, {harm}, {moved_rate}
 
 def run(config, task, ctx):
     rng = random.Random(ctx.seed)
@@ -130,10 +131,12 @@ def run(config, task, ctx):
     if HARM is not None:
         u = random.Random(f"harm-{{ctx.seed}}").random()
         harm = 1.0 if u < 0.05 + (HARM if config["boost"] else 0.0) else 0.0
-    if MOVED is not None:
+    if MOVED_RATE is not None:
         i = int(task.input["q"].split()[1])
-        rate = ((0.5 if i in (5, 6) else 50.0 * MOVED if i in (7, 8) else 0.0)
-                if config["boost"] else 0.2 if i < 5 else 0.0)
+        if config["boost"]:
+            rate = 0.5 if i in (5, 6) else MOVED_RATE if i in (7, 8) else 0.0
+        else:
+            rate = 0.2 if i < 5 else 0.0
         u = random.Random(f"moved-{{ctx.seed}}-{{config['boost']}}").random()
         harm = 1.0 if u < rate else 0.0
     return {{"output": task.expected if ok else "wrong", "cost": cost,
@@ -142,12 +145,17 @@ def run(config, task, ctx):
 
 
 def write_bench(root: Path, case: Case) -> Path:
+    moved_rate = None
+    if case.moved is not None:
+        # The same share of each split's attempts: spread on its tasks 7 and 8.
+        assert case.dev == case.val, "a moved-harm case needs splits of one size"
+        moved_rate = case.moved * case.dev / 2
     root.mkdir(parents=True, exist_ok=True)
     (root / "registry.yaml").write_text(
         "name: edge\nsettings:\n  boost: {type: bool, default: false}\n", encoding="utf-8")
     (root / "harness.py").write_text(textwrap.dedent(
         HARNESS.format(cost=case.cost, wait=case.wait, sd=case.sd, harm=case.harm,
-                       moved=case.moved)),
+                       moved_rate=moved_rate)),
         encoding="utf-8")
     (root / "tasks").mkdir(exist_ok=True)
     for split, n in (("dev", case.dev), ("val", case.val), ("test", 10)):
