@@ -26,7 +26,13 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
   few are worse that a rate of ``allowance / size`` would show so few with a chance
   within the level spent; a metric no attempt changed may also pass, as before, on
   identical deltas over half the tasks (or :data:`~forge.stats.IDENTICAL_PAIRS`
-  paired attempts);
+  paired attempts). Where every attempt moved by 0 or the full ``size`` (a 0/1
+  metric: a harmful action or none), some made worse and some *better* (``netted``),
+  the count of those made worse charges a move that only traded harm between tasks with
+  every one of them: such a change is read instead by the netted test
+  (:func:`~forge.stats.net_regression_p`, Tango's score test of ``p_worse - p_better
+  >= allowance / size``) at the look's nominal level, as the t-test is, with no
+  futility rule (a handful of attempts swing it);
 - ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed, on
   every tagged dev and val task (those the looks did not reach are run then).
 
@@ -41,8 +47,9 @@ level, its looks before having spent the rest (their spending scaled by ``1 - sh
 so a tolerance the move breaks passes one or the other with probability at most
 ``alpha`` (a union bound); or, where the metric changed on few tasks, the exact test at
 one more look, which may spend what its looks before left of the level (their own
-spending unchanged: its first looks pass "no change", which the contest needs). A block
-where only such tests are open is run only if, at the rate of regressions their looks
+spending unchanged: its first looks pass "no change", which the contest needs); the
+netted test, like the t-test, once at :data:`EXTENSION_SHARE` of the level. A block
+where only exact tests are open is run only if, at the rate of regressions their looks
 saw, one of them would pass with a chance of at least :data:`BLOCK_CHANCE` (the test
 counts the attempts made worse, and a metric both configs act on, a few harmful actions
 each, has too many for it); skipping a look only lowers its chance to pass.
@@ -84,7 +91,7 @@ from forge.racing import hopeless
 from forge.registry import Config
 from forge.results import TaskAttempts, paired_attempts
 from forge.sequential import nominal_level, rare_event_boundary
-from forge.stats import IDENTICAL_PAIRS, PairedTest, paired_test
+from forge.stats import IDENTICAL_PAIRS, PairedTest, net_regression_p, paired_test
 from forge.task import Task
 
 __all__ = ["EXTENSION_SHARE", "SPARSE_TASKS", "ConfirmOutcome", "Confirmation"]
@@ -122,6 +129,9 @@ class _Gate:
     #: Whether the last look read the metric as changed on fewer than SPARSE_TASKS tasks
     #: (the exact test's): the extension keeps to that test.
     sparse: bool = False
+    #: Whether the last look read it by the netted test (:func:`_net_counts`): no
+    #: futility then, and its extension block is always run.
+    netted: bool = False
     fractions: list[float] = field(default_factory=list)
     #: Paired attempts at each look (the tolerances' exact test for rare events).
     attempts: list[int] = field(default_factory=list)
@@ -191,7 +201,7 @@ class Confirmation:
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
                  budget_left: Callable[[], int | None], slack: int,
                  fresh: range | None = None, pooled: bool = False,
-                 extension: range | None = None) -> None:
+                 extension: range | None = None, netted: bool = False) -> None:
         self.rollouts = rollouts
         self.bench = bench
         self.inc, self.start, self.cand = incumbent, start, candidate
@@ -229,6 +239,7 @@ class Confirmation:
         # others do (an intersection-union test, Berger 1982). The promise "every
         # tolerance of a promotion holds, with probability 1 - alpha" needs no share.
         self.extension = extension if extension else None
+        self.netted = netted
         share = 1.0 - EXTENSION_SHARE if self.extension is not None else 1.0
         self.aux = {m: _Gate(f"aux:{m}", gates.alpha, n_aux, share)
                     for m in bench.spec.metrics}
@@ -354,11 +365,18 @@ class Confirmation:
         gate.sparse = changed < SPARSE_TASKS
         rare = (_rare_regressions(metric, start, cand, pairs) if changed < SPARSE_TASKS
                 else None)
+        net = _net_counts(pairs, rare[1]) if rare is not None and self.netted else None
+        gate.netted = net is not None
         if rare is not None:
             # Changed on too few tasks for the t-test, whose bound on a handful of rare
             # events is far too narrow (benchmarks/tolerance_edge.py): only the exact
-            # test passes it; the evidence against it may still fail it below.
+            # test, or the netted one, passes it; the evidence against it may still fail
+            # it below (not the netted one's).
             regressed, size = rare
+            if net is not None:
+                self._test_netted(metric, gate, text, info, net, size, allowed, nominal,
+                                  f"vs the start config, {t.n} tasks")
+                return  # no futility: a few attempts moved either way swing the count
             most = rare_event_boundary(gate.attempts, gate.fractions, allowed / size,
                                        gate.level)
             self.aux_info[metric].update(attempts=gate.attempts[-1], regressed=regressed,
@@ -379,6 +397,27 @@ class Confirmation:
             # in fifty attempts) swings too much on a chunk to give up on it.
             gate.decide(False, f"{text}: cannot plausibly be shown within the allowance "
                                f"(vs the start config, {t.n} tasks)", **info)
+
+    def _test_netted(self, metric: str, gate: _Gate, text: str,
+                     info: dict[str, float | int | str | None], net: tuple[int, int, int],
+                     size: float, allowed: float, level: float, where: str,
+                     final: bool = False) -> None:
+        """The netted test of a sparse 0/1 change at ``level``: passed when the net rate of
+        attempts made worse is shown below ``allowed / size``; failed only at the
+        ``final`` look (the extension's), left open before."""
+        worse, better, n = net
+        p = net_regression_p(worse, better, n, allowed / size)
+        read = dict(regressed=worse, improved=better, size=size, net_p=p)
+        self.aux_info[metric].update(attempts=n, **read)
+        info.update(read)
+        head = (f"{text}: worse on {worse}, better on {better} of {n} paired attempts, each "
+                f"by {size:g}: net p={p:.3g}")
+        if p <= level:
+            gate.decide(True, f"{head} <= {level:.3g}, the netted test of a rare change "
+                              f"({where})", **info)
+        elif final:
+            gate.decide(False, f"{head} > {level:.3g}: not shown within the allowance "
+                               f"({where})", **info)
 
     def _read(self, metric: str, before: float, after: float, t: PairedTest, allowed: float,
               nominal: float) -> tuple[str, dict[str, float | int | str | None]]:
@@ -483,14 +522,15 @@ class Confirmation:
 
     def _may_pass(self, metric: str, gate: _Gate, block: int) -> bool:
         """Whether the extension's test of ``metric`` may plausibly pass it: the t-test
-        may; the exact test not when, were the block's attempts to regress at the rate
-        its looks saw, it would stay under its last look's boundary with a chance below
-        :data:`BLOCK_CHANCE`. Only which confirmations run a block depends on this,
-        not any test's level."""
+        and the netted test may (the netted one reads attempts made better too, which
+        no rate of regressions predicts); the exact test not when, were the block's
+        attempts to regress at the rate its looks saw, it would stay under its last
+        look's boundary with a chance below :data:`BLOCK_CHANCE`. Only which
+        confirmations run a block depends on this, not any test's level."""
         # The last look's reading (no data has come in since): its count of attempts
         # made worse and the most one could regress, set where the exact test read it.
         info = self.aux_info.get(metric, {})
-        if not gate.sparse or not gate.attempts or "size" not in info:
+        if gate.netted or not gate.sparse or not gate.attempts or "size" not in info:
             return True
         regressed, seen = int(info["regressed"]), gate.attempts[-1]
         most = rare_event_boundary([*gate.attempts, seen + block], [*gate.fractions, 1.0],
@@ -523,6 +563,14 @@ class Confirmation:
         # spread a rare event over more tasks, and the t-test on it at the edge passed
         # 5.8% of 1,000 searches where it was let in (benchmarks/tolerance_edge.py).
         rare = _rare_regressions(metric, start, cand, pairs) if gate.sparse else None
+        net = _net_counts(pairs, rare[1]) if rare is not None and self.netted else None
+        if rare is not None and net is not None:
+            # The netted test once more, at the t-test's share of the level.
+            self._test_netted(metric, gate, text, info, net, rare[1], allowed, level,
+                              f"at its share of the level, on the extension too: "
+                              f"{len(self.extension or ())} fresh attempts a task; vs the "
+                              f"start config", final=True)
+            return
         if rare is not None:
             # The exact test's next look, at what its looks before left of the level.
             regressed, size = rare
@@ -629,6 +677,22 @@ def _shared_means(a: TaskAttempts, b: TaskAttempts) -> tuple[float | None, float
 def _changed(pairs: list[list[float]]) -> int:
     """The tasks of ``pairs`` (regressions, per task and attempt) with any change."""
     return sum(1 for attempts in pairs if any(d != 0 for d in attempts))
+
+
+def _net_counts(pairs: list[list[float]], size: float) -> tuple[int, int, int] | None:
+    """For a sparse change where every paired attempt moved by 0 or ``size`` either way
+    (a 0/1 metric: a harmful action or none), some made worse and some *better*: the
+    attempts made worse, made better, and in all, which the netted test reads
+    (:func:`~forge.stats.net_regression_p`). None otherwise: a change that made no
+    attempt better has nothing to net, and one that made none worse passes the exact
+    test's count of none soonest (its flat spending passes "no change" on some 300
+    paired attempts at +0.01, where the netted test's early looks have almost none of
+    the level: on triage at 2k it lost `temperature` 0.8 -> 0.0 in 3 of 40 searches)."""
+    flat = [d for attempts in pairs for d in attempts]
+    if any(d != 0 and not math.isclose(abs(d), size) for d in flat):
+        return None
+    worse, better = sum(d > 0 for d in flat), sum(d < 0 for d in flat)
+    return (worse, better, len(flat)) if better and worse else None
 
 
 def _rare_regressions(metric: str, start: TaskAttempts, cand: TaskAttempts,

@@ -93,6 +93,10 @@ class RunOptions(BaseModel):
     #: And whether a tolerance left open by a confirmation's last look is tested once more
     #: on a block of fresh attempts, at a reserved share of its level (absent: no).
     tolerance_extension: bool | None = None
+    #: And whether a sparse 0/1 tolerance with attempts made worse and better is read by
+    #: the netted test, the net rate of attempts made worse (absent: the exact count, as
+    #: before).
+    netted_tolerances: bool | None = None
     #: False when the run leaves the test split alone (a library caller's choice; the
     #: CLI always runs it); absent: it runs it, as every run did before this was kept.
     run_test: bool | None = None
@@ -110,7 +114,8 @@ class RunOptions(BaseModel):
         for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
                     "precision_rounds", "selection", "near_values", "near_copy_records",
                     "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
-                    "expansion", "room_recall", "tolerance_extension", "run_test"):
+                    "expansion", "room_recall", "tolerance_extension", "netted_tolerances",
+                    "run_test"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

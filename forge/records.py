@@ -224,6 +224,11 @@ class AuxDetails(_Block):
     regressed: int | None = None
     most: int | None = None
     size: Number | None = None
+    #: Set where the netted test read it (every attempt moved by 0 or ``size``, some made
+    #: worse and some better): the attempts made better, and the test's p (``forge.stats``'s
+    #: ``net_regression_p``); ``most`` is then not set.
+    improved: int | None = None
+    net_p: Number | None = None
     #: Set where the extension was not run for it: the most its exact test's look on the
     #: block would allow, which at the rate of ``regressed`` the block would stay under
     #: with too small a chance (``forge.confirm.BLOCK_CHANCE``).

@@ -10,8 +10,8 @@ from statistics import NormalDist
 from scipy import stats as _st
 
 __all__ = ["IDENTICAL_PAIRS", "FixedTasksBound", "Interval", "PairedTest", "drop_lower_bound",
-           "fixed_tasks_bound", "mean_interval", "paired_test", "spent_alpha",
-           "wilson_interval"]
+           "fixed_tasks_bound", "mean_interval", "net_regression_p", "paired_test",
+           "spent_alpha", "wilson_interval"]
 
 #: Paired attempts past which identical deltas are read as they are before half a test's
 #: tasks. Identical deltas on fewer tasks decide nothing (a rare event, a harmful action
@@ -125,6 +125,35 @@ def paired_test(deltas: Sequence[float], *, alpha: float, threshold: float = 0.0
         p = float(_st.t.sf(t, n - 1))
     return PairedTest(mean, _bound(mean, sd, n, 1 - alpha, upper=False),
                       _bound(mean, sd, n, 1 - alpha, upper=True), p, n, sd, alpha, threshold)
+
+
+def net_regression_p(worse: int, better: int, n: int, margin: float) -> float:
+    """One-sided p of ``H0: p_worse - p_better >= margin`` on ``n`` paired 0/1 attempts,
+    ``worse`` of them made worse by one unit and ``better`` made better (Tango's score
+    test for a difference of paired proportions, Tango 1998); small: the net rate of
+    regressions is shown below ``margin``.
+
+    The test of a tolerance on a rare event that a change moves between attempts: a
+    count of the attempts made worse alone charges every one of them, however many
+    were made better. The variance is taken at the restricted maximum-likelihood
+    estimate of ``p_better`` under ``p_worse = p_better + margin``, the positive root
+    of ``2n q^2 + (margin (2n - worse + better) - worse - better) q
+    - better margin (1 - margin) = 0``, which keeps the test near its level where
+    events are few (the Wald variance at the observed rates is zero with none).
+    """
+    if n <= 0 or worse < 0 or better < 0 or worse + better > n or not margin >= 0:
+        raise ValueError(f"{n} paired attempts, {worse} worse, {better} better, margin "
+                         f"{margin}: counts within n, a margin of at least 0")
+    if margin >= 1:
+        return 0.0  # no rate of regressions exceeds all of the attempts
+    a = 2.0 * n
+    b = margin * (2 * n - worse + better) - (worse + better)
+    c = -better * margin * (1 - margin)
+    q = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    var = (2 * q + margin - margin * margin) / n
+    if var <= 0:
+        return 1.0  # no change and no margin: nothing to show
+    return _NORMAL.cdf(((worse - better) / n - margin) / math.sqrt(var))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from conftest import search_tasks, write_search_bench
 from scipy.stats import binom
 
 from forge.bench import BudgetSettings, load_bench
+from forge.confirm import EXTENSION_SHARE
 from forge.proposers import SweepProposer
 from forge.search import Search
 from forge.search_options import SearchOptions
@@ -442,7 +443,10 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
         folder.mkdir()
         options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(),
                                 k=EVEN_HARM_K, seed=2, concurrency=4, timeout_s=10.0,
-                                run_test=False, tolerance_extension=extension)
+                                run_test=False, tolerance_extension=extension,
+                                # The exact test's own skip rule: the netted test would
+                                # read this change (attempts made better too) instead.
+                                netted_tolerances=False)
         outcome = Search(bench, bench.defaults, SweepProposer(), options,
                          run_id=folder.name, folder=folder).run()
         outcomes.append((outcome, folder))
@@ -462,6 +466,91 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
     assert outcome.rollouts_used == without.rollouts_used
     assert harm_gate(boost_record(without))["reason"].endswith(
         "not shown within the allowance (vs the start config)")
+
+
+#: boost gains on most tasks; each config acts harmfully on half the attempts of three
+#: tasks of its own (the start on dev-00, dev-01, val-00; boost on dev-02, dev-03,
+#: val-01): boost moves harm between tasks, net +0 in truth, but makes some 0.9% of the
+#: paired attempts worse, against +0.01 allowed. With a task more of boost's in each
+#: split (``EXTRA``: dev-04, val-02), it adds some +0.0125: past the tolerance.
+MOVED_HARM = """
+EXTRA = {extra}
+def run(config, task, ctx):
+    record(config, task, ctx)
+    ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
+    mine = (["dev-02", "dev-03", "val-01"] + [f"dev-{{4 + i:02d}}" for i in range(EXTRA)]
+            + [f"val-{{2 + i:02d}}" for i in range(EXTRA)]
+            if config["boost"] else ["dev-00", "dev-01", "val-00"])
+    harm = (task.id in mine
+            and random.Random(f"harm-{{config['boost']}}-{{ctx.seed}}").random() < 0.5)
+    return {{"output": task.expected if ok else "wrong",
+            "metrics": {{"harm": 1.0 if harm else 0.0}}}}
+"""
+
+
+@pytest.mark.parametrize(("extra", "promoted"), [(0, True), (1, False)])
+def test_harm_moved_between_tasks_is_read_by_its_net_rate(tmp_path: Path, extra: int,
+                                                          promoted: bool) -> None:
+    path = tmp_path / "bench"
+    write_search_bench(path, MOVED_HARM.format(extra=extra), registry=REGISTRY, k=10,
+                       tasks=search_tasks(100, 60, 2),
+                       metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+    bench = load_bench(path)
+    records = {}
+    for netted in (False, True):
+        folder = tmp_path / f"run-{netted}"
+        folder.mkdir()
+        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10,
+                                seed=2, concurrency=4, timeout_s=10.0, run_test=False,
+                                netted_tolerances=netted)
+        records[netted] = boost_record(Search(bench, bench.defaults, SweepProposer(),
+                                              options, run_id=folder.name,
+                                              folder=folder).run())
+    # The count of attempts made worse alone charges each of them: refused, either way.
+    assert records[False]["verdict"] == "rejected"
+    assert not harm_gate(records[False])["passed"]
+    record = records[True]
+    harm = harm_gate(record)
+    aux = record["aux"]["harm"]
+    assert aux["improved"] > 0 and aux["regressed"] > 0 and aux["size"] == 1
+    # Worse on some 1% of the paired attempts, as many as +0.01 allows; better on some.
+    assert aux["regressed"] > aux["attempts"] * 0.006
+    if promoted:
+        assert record["verdict"] == "promoted"
+        assert harm["passed"] and "the netted test of a rare change" in harm["reason"]
+        assert aux["net_p"] < 0.05
+        assert aux["attempts"] == 1600  # 160 tasks, 10 attempts each: no block needed
+    else:
+        # Past the tolerance, on 8 tasks (still sparse): refused by the same test, after
+        # the block of fresh attempts, which it always runs (it has no futility rule).
+        assert record["verdict"] == "rejected"
+        assert not harm["passed"] and "not shown within the allowance" in harm["reason"]
+        assert "on the extension too" in harm["reason"] and aux["attempts"] == 3200
+        assert aux["net_p"] > 0.05 * EXTENSION_SHARE  # alpha's share for the block
+
+
+def test_a_change_that_made_no_attempt_worse_passes_on_the_exact_count(
+        tmp_path: Path) -> None:
+    # boost removes the start's harm on its three tasks and adds none: attempts made
+    # better and none worse. Nothing to net; the exact test's count of none passes it at
+    # an early look, where the netted test's level is still almost all ahead of it.
+    path = tmp_path / "bench"
+    write_search_bench(path, MOVED_HARM.format(extra=0).replace(
+        '"dev-02", "dev-03", "val-01"', ""), registry=REGISTRY, k=10,
+        tasks=search_tasks(100, 60, 2),
+        metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
+    bench = load_bench(path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10, seed=2,
+                            concurrency=4, timeout_s=10.0, run_test=False)
+    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
+                                 run_id=folder.name, folder=folder).run())
+    assert record["verdict"] == "promoted"
+    harm, aux = harm_gate(record), record["aux"]["harm"]
+    assert "few enough for the exact test of a rare change" in harm["reason"]
+    assert aux["regressed"] == 0 and "net_p" not in aux
+    assert aux["after"] < aux["before"]
 
 
 # -- floors: every tagged task, not the ones an early decision reached -------------------------

@@ -13,6 +13,7 @@ from forge.stats import (
     drop_lower_bound,
     fixed_tasks_bound,
     mean_interval,
+    net_regression_p,
     paired_test,
     spent_alpha,
     wilson_interval,
@@ -201,3 +202,62 @@ def test_over_fixed_tasks_the_bound_holds_a_rare_event_in_about_1_minus_alpha() 
         misses += got.bound < truth
     # 3.2% on these draws; with Satterthwaite's df uncapped, 7.0% on the same draws.
     assert 0.01 <= misses / runs <= 0.05
+
+
+def _restricted_p(worse: int, better: int, n: int, margin: float) -> float:
+    # The score test solved another way: the restricted likelihood maximised numerically.
+    from scipy.optimize import minimize_scalar
+
+    rest = n - worse - better
+
+    def nll(q: float) -> float:
+        return -(worse * math.log(q + margin) + better * math.log(q)
+                 + rest * math.log(1 - 2 * q - margin))
+
+    q = minimize_scalar(nll, bounds=(1e-12, (1 - margin) / 2 - 1e-12), method="bounded",
+                        options={"xatol": 1e-12}).x
+    var = (2 * q + margin - margin * margin) / n
+    return float(st.norm.cdf(((worse - better) / n - margin) / math.sqrt(var)))
+
+
+@pytest.mark.parametrize(("worse", "better", "n", "margin"), [
+    (14, 12, 2200, 0.01), (3, 1, 300, 0.01), (40, 25, 4400, 0.01), (5, 30, 1000, 0.02),
+    (200, 150, 1000, 0.05)])
+def test_net_regression_p_is_tangos_score_test(worse: int, better: int, n: int,
+                                                margin: float) -> None:
+    assert net_regression_p(worse, better, n, margin) == pytest.approx(
+        _restricted_p(worse, better, n, margin), rel=1e-4, abs=1e-9)
+
+
+def test_net_regression_p_reads_the_net_rate_not_the_attempts_made_worse() -> None:
+    # Harm moved between tasks: 20 attempts made worse, 18 made better, of 2,200: the
+    # net rate (+0.001) is shown below +0.01, though 20 of 2,200 alone is not.
+    assert net_regression_p(20, 18, 2200, 0.01) < 0.005
+    assert st.binom.cdf(20, 2200, 0.01) > 0.1  # the count of worse alone: not shown
+    # At the margin itself: p one half; past it: not shown; no change on 300 attempts:
+    # about what a zero count needs (0.99 ** 300 = 0.049).
+    assert net_regression_p(44, 0, 4400, 0.01) == pytest.approx(0.5)
+    assert net_regression_p(70, 10, 4400, 0.01) > 0.5
+    assert 0.03 < net_regression_p(0, 0, 300, 0.01) < 0.05
+    assert net_regression_p(0, 0, 10, 1.0) == 0.0
+    assert net_regression_p(0, 0, 10, 0.0) == 1.0
+    with pytest.raises(ValueError, match="margin"):
+        net_regression_p(6, 5, 10, 0.01)
+
+
+@pytest.mark.parametrize(("p_better", "n"), [(0.004, 2200), (0.02, 4400), (0.0, 1100)])
+def test_net_regression_p_holds_its_level_at_the_margin(p_better: float, n: int) -> None:
+    # Data drawn at the null's edge (p_worse = p_better + margin): rejections at 5%.
+    rng = random.Random(7)
+    margin, reps = 0.01, 1500
+    p_worse = p_better + margin
+    rejected = 0
+    for _ in range(reps):
+        worse = better = 0
+        for _ in range(n):
+            u = rng.random()
+            worse += u < p_worse
+            better += p_worse <= u < p_worse + p_better
+        rejected += net_regression_p(worse, better, n, margin) <= 0.05
+    # 5% of 1,500: a binomial sd of 0.56 points; the score test runs near its level.
+    assert rejected / reps < 0.068
