@@ -129,9 +129,6 @@ class _Gate:
     #: Whether the last look read the metric as changed on fewer than SPARSE_TASKS tasks
     #: (the exact test's): the extension keeps to that test.
     sparse: bool = False
-    #: Whether the last look read it by the netted test (:func:`_net_counts`): no
-    #: futility then, and its extension block is always run.
-    netted: bool = False
     fractions: list[float] = field(default_factory=list)
     #: Paired attempts at each look (the tolerances' exact test for rare events).
     attempts: list[int] = field(default_factory=list)
@@ -366,7 +363,6 @@ class Confirmation:
         rare = (_rare_regressions(metric, start, cand, pairs) if changed < SPARSE_TASKS
                 else None)
         net = _net_counts(pairs, rare[1]) if rare is not None and self.netted else None
-        gate.netted = net is not None
         if rare is not None:
             # Changed on too few tasks for the t-test, whose bound on a handful of rare
             # events is far too narrow (benchmarks/tolerance_edge.py): only the exact
@@ -528,9 +524,10 @@ class Confirmation:
         look's boundary with a chance below :data:`BLOCK_CHANCE`. Only which
         confirmations run a block depends on this, not any test's level."""
         # The last look's reading (no data has come in since): its count of attempts
-        # made worse and the most one could regress, set where the exact test read it.
+        # made worse and the most one could regress, set where the exact test read it
+        # (a ``net_p`` beside them: the netted test read it).
         info = self.aux_info.get(metric, {})
-        if gate.netted or not gate.sparse or not gate.attempts or "size" not in info:
+        if "net_p" in info or not gate.sparse or not gate.attempts or "size" not in info:
             return True
         regressed, seen = int(info["regressed"]), gate.attempts[-1]
         most = rare_event_boundary([*gate.attempts, seen + block], [*gate.fractions, 1.0],
