@@ -472,13 +472,15 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
 #: tasks of its own (the start on dev-00, dev-01, val-00; boost on dev-02, dev-03,
 #: val-01): boost moves harm between tasks, net +0 in truth, but makes some 0.9% of the
 #: paired attempts worse, against +0.01 allowed. With a task more of boost's in each
-#: split (``EXTRA``: dev-04, val-02), it adds some +0.0125: past the tolerance.
+#: split (``EXTRA``: dev-04, val-02), it adds some +0.0125: past the tolerance. ``BOOST``:
+#: boost's own three tasks (none: it only removes harm).
+MOVED_TO = ["dev-02", "dev-03", "val-01"]
 MOVED_HARM = """
-EXTRA = {extra}
+BOOST, EXTRA = {boost}, {extra}
 def run(config, task, ctx):
     record(config, task, ctx)
     ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
-    mine = (["dev-02", "dev-03", "val-01"] + [f"dev-{{4 + i:02d}}" for i in range(EXTRA)]
+    mine = (BOOST + [f"dev-{{4 + i:02d}}" for i in range(EXTRA)]
             + [f"val-{{2 + i:02d}}" for i in range(EXTRA)]
             if config["boost"] else ["dev-00", "dev-01", "val-00"])
     harm = (task.id in mine
@@ -492,7 +494,8 @@ def run(config, task, ctx):
 def test_harm_moved_between_tasks_is_read_by_its_net_rate(tmp_path: Path, extra: int,
                                                           promoted: bool) -> None:
     path = tmp_path / "bench"
-    write_search_bench(path, MOVED_HARM.format(extra=extra), registry=REGISTRY, k=10,
+    write_search_bench(path, MOVED_HARM.format(boost=MOVED_TO, extra=extra),
+                       registry=REGISTRY, k=10,
                        tasks=search_tasks(100, 60, 2),
                        metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
     bench = load_bench(path)
@@ -535,8 +538,7 @@ def test_a_change_that_made_no_attempt_worse_passes_on_the_exact_count(
     # better and none worse. Nothing to net; the exact test's count of none passes it at
     # an early look, where the netted test's level is still almost all ahead of it.
     path = tmp_path / "bench"
-    write_search_bench(path, MOVED_HARM.format(extra=0).replace(
-        '"dev-02", "dev-03", "val-01"', ""), registry=REGISTRY, k=10,
+    write_search_bench(path, MOVED_HARM.format(boost=[], extra=0), registry=REGISTRY, k=10,
         tasks=search_tasks(100, 60, 2),
         metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
     bench = load_bench(path)
