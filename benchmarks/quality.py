@@ -97,6 +97,7 @@ TARGET_P = 0.05  # the issue's bound on P(violates) and P(worse than start)
 # forge's modules whose code decides a search's (or naive's) result; a change to any of
 # them makes earlier logged runs stale.
 SEARCH_CODE = ("search.py", "search_options.py", "confirm.py", "screening.py", "racing.py",
+               "deferral.py",
                "sequential.py", "memory.py", "moves.py", "gates.py", "proposers")
 # The stop forge runs with in the contest: the budget, as for the samplers (a step count
 # no search of these budgets reaches).

@@ -366,6 +366,10 @@ class CandidateRecord(JournalRecordBase):
     #: Version 2, later: the precision round of a close move screened again on
     #: 2^round·K attempts a task (absent: round 0).
     precision_round: int | None = Field(default=None, ge=1)
+    #: Version 2, later: why a candidate that passed screening was held back from its
+    #: confirmation while other moves were screened (:mod:`forge.deferral`; absent: it
+    #: was confirmed when it passed).
+    deferred: str | None = None
     gates: list[Gate] = Field(default_factory=list)
     gates_not_run: list[str] = Field(default_factory=list)
     why: str | None = None

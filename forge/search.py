@@ -6,10 +6,11 @@ are *screened* in turn (:mod:`forge.screening`: a race over the dev chunks, atte
 block 0); the one that passed with the largest screening effect is *confirmed*
 (:mod:`forge.confirm`): every gate a group-sequential test on data its selection
 never read, stopped as soon as the evidence decides (with little budget left, the
-first to pass, as ParamILS's first improvement). A promotion ends the step; a
-refusal lets it go on. The search stops on ``max_steps``, ``patience``, a budget, or
-when no untried move is left; then the start config and the final incumbent are each
-evaluated once on the test split.
+first to pass, as ParamILS's first improvement; one the budget left cannot prove
+waits while other moves are screened, :mod:`forge.deferral`). A promotion ends the
+step; a refusal lets it go on. The search stops on ``max_steps``, ``patience``, a
+budget, or when no untried move is left; then the start config and the final
+incumbent are each evaluated once on the test split.
 
 Why the guarantee holds: the j-th confirmation since the last promotion is tested at
 ``alpha_j = alpha * 6 / (pi^2 j^2)`` (summing to ``alpha``), spread over its looks by
@@ -19,7 +20,7 @@ blocks) its selection did not read, against the incumbent's on the same seeds; u
 chose it, so each confirmation passes falsely with probability at most ``alpha_j``,
 whatever was selected before, and by the union bound a search promotes anything on a
 no-effect bench with probability at most ``alpha``. Screening, the proposers and the
-memory (:mod:`forge.memory`) only choose *which* candidate is confirmed.
+memory (:mod:`forge.memory`) and deferral only choose *which* candidate is confirmed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any, Literal, TypeVar
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench
 from forge.confirm import Confirmation, ConfirmOutcome
+from forge.deferral import Deferrals, Held, confirmation_cost, unrun_share
 from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter
 from forge.memory import MoveMemory, MoveNote
@@ -114,6 +116,7 @@ class Search:
         self.places = Places(bench.registry, jumps=options.jumps,
                              near_values=options.near_values)
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
+        self.deferrals = Deferrals()  # the incumbent's passing candidates held back
         self.alpha = bench.spec.gates.alpha
         # Fixed random task orders: the chunks of screening and of each look.
         dev = list(bench.tasks("dev"))
@@ -233,7 +236,13 @@ class Search:
             proposals = self._proposals(step, incumbent, untried, history, tried)
             self.progress.begin_step(step, len(proposals), self._incumbent_interval(incumbent))
             promoted = self._step(step, incumbent, proposals, tried, history)
+            if promoted is None and self.deferrals and not self._out_of_budget and (
+                    not self._untried(incumbent, tried, step + 1) or step >= opts.max_steps
+                    or since_promotion + 1 >= opts.patience):
+                # Nothing else left to screen here, or no step after this one.
+                promoted = self._confirm_deferred(step, incumbent, tried, history)
             if promoted is not None:
+                self._drop_deferred("this incumbent promoted another candidate first")
                 move, incumbent = promoted
                 promotions.append(PromotedMove.of(step, move))
                 since_promotion = 0
@@ -241,6 +250,7 @@ class Search:
                 self.round = 0
             else:
                 since_promotion += 1
+        self._drop_deferred(f"the search stopped first ({stop_reason})")
         self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=step,
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
         return self._finish(stop_reason, step, promotions, incumbent)
@@ -398,6 +408,12 @@ class Search:
         promotion ends the step, a refusal lets it go on."""
         passed: list[tuple[Screen, _CandidateHead]] = []
         for proposal in proposals:
+            due = self.deferrals.due(self._cost(incumbent), self._budget_left(),
+                                     2 * self.chunk * self.attempts)
+            if due:
+                promoted = self._confirm_deferred(step, incumbent, tried, history, due)
+                if promoted is not None or self._out_of_budget:
+                    return promoted
             head = self.head(step, incumbent, proposal)
             screened = self._passing(step, self._screen(step, incumbent, proposal, head,
                                                         tried, history))
@@ -492,18 +508,65 @@ class Search:
         full = 2 * (len(self.dev_order) + len(self.val_order)) * self.attempts
         return left >= 2 * full
 
+    def _cost(self, incumbent: Config) -> Callable[[Screen], float]:
+        """What a confirmation against ``incumbent`` projects to cost (:mod:`forge.deferral`)
+        of a screened candidate."""
+        attempts = (range(self.attempts, 2 * self.attempts) if self.round
+                    else range(self.attempts))
+        level = spent_alpha(self._confirmations + 1, self.alpha)
+
+        def cost(screened: Screen) -> float:
+            # A precision round's confirmation reads every dev task on fresh attempts.
+            dev = self.dev_order if self.round else self.dev_order[screened.tasks:]
+            unrun = unrun_share(self.rollouts, incumbent, dev, self.val_order, attempts)
+            return confirmation_cost(screened, level=level,
+                                     min_effect=self.bench.spec.gates.min_effect,
+                                     attempts=self.attempts, unrun=unrun)
+        return cost
+
+    def _confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
+                          history: list[EvaluatedConfig],
+                          due: list[Held] | None = None
+                          ) -> tuple[Move, Config] | None:
+        """Confirm the ``due`` deferred candidates (default: all of them)."""
+        items = self.deferrals.take() if due is None else due
+        return self._confirm_passed(step, incumbent, items, tried, history, deferred=True)
+
+    def _drop_deferred(self, why: str) -> None:
+        for screened, head in self.deferrals.take():
+            self._skip(screened, head, why)
+
+    def _skip(self, screened: Screen, head: _CandidateHead, why: str) -> None:
+        """Journal a candidate that passed screening and was not confirmed, with its
+        screening and what it cost."""
+        self._emit(head(
+            verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
+            why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
+            dev=DevBlock(screen=screened.block), rollouts=screened.rollouts,
+            tasks_screened=screened.tasks, screening_rollouts=screened.rollouts,
+            **self._totals()))
+
     def _confirm_passed(self, step: int, incumbent: Config,
                         passed: list[tuple[Screen, _CandidateHead]], tried: set[TriedKey],
-                        history: list[EvaluatedConfig]) -> tuple[Move, Config] | None:
+                        history: list[EvaluatedConfig], *, deferred: bool = False
+                        ) -> tuple[Move, Config] | None:
         """Confirm ``passed``, the largest screening effect first, until one is promoted
         or the budget is out, each after its expansion if that passes (:meth:`_expanded`);
+        each the budget left cannot prove is deferred (unless these are the ``deferred``);
         each left unconfirmed is journaled as skipped, with its screening and its
         rollouts."""
         promoted: tuple[Move, Config] | None = None
         extended: Screen | None = None  # the candidate whose expansion was promoted
         # Selection only: the confirmation never reads screening data, so which passing
-        # candidate goes first costs its error guarantee nothing.
+        # candidate goes first, and which waits, costs its error guarantee nothing.
         for screened, head in sorted(passed, key=lambda item: -item[0].test.effect):
+            why = (None if deferred or promoted is not None or self._out_of_budget
+                   or not self.options.deferral
+                   else self.deferrals.hold(screened, self._cost(incumbent),
+                                            self._budget_left()))
+            if why is not None:
+                self.deferrals.add(screened, head, why)
+                continue
             if promoted is None and not self._out_of_budget:
                 expanded = self._expanded(step, incumbent, screened, tried, history)
                 if expanded is not None:
@@ -517,12 +580,7 @@ class Search:
                            "farther the same way and no worse on any screening attempt")
                 else:
                     why = "this step promoted a candidate of larger screening effect"
-                self._emit(head(
-                    verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
-                    why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
-                    dev=DevBlock(screen=screened.block), rollouts=screened.rollouts,
-                    tasks_screened=screened.tasks, screening_rollouts=screened.rollouts,
-                    **self._totals()))
+                self._skip(screened, head, why)
                 continue
             promoted = self._confirm_one(step, incumbent, screened, head)
         return promoted

@@ -141,6 +141,15 @@ settings:
   knob:  {type: int, min: 1, max: 3, step: 1, default: 2}
 """
 
+#: Two bool settings, ``small`` and ``big``, for harnesses where one move is worth more
+#: than the other (which candidate a step confirms, and when).
+TWO_REGISTRY = """\
+name: two
+settings:
+  small: {type: bool, default: false}
+  big:   {type: bool, default: false}
+"""
+
 #: Put at the top of a search-bench harness: ``record(config, task, ctx)`` appends one
 #: JSON line per harness call to ``calls.log`` beside the harness (thread-safe), so a
 #: test can count calls and see their order.

@@ -383,9 +383,16 @@ def test_every_rollout_counted_belongs_to_a_journaled_record_when_the_budget_cut
                 # Passed screening, started its confirmation: both journaled with it.
                 assert last["dev"]["screen"]["status"] == "pass"
                 assert last["rollouts"] >= last["screening_rollouts"] > 0
+            if why.startswith("passed screening"):
+                # Held back for want of the budget its confirmation needs (forge.deferral)
+                # and the search stopped first: journaled with its screening.
+                assert "deferred" in last
+                assert why.endswith("not confirmed: the search stopped first (budget_rollouts)")
+                assert last["rollouts"] == last["screening_rollouts"] > 0
             if outcome.promotions:
                 after_promotion += 1
-    assert cuts == {"budget spent during screening", "budget spent during confirmation"}
+    assert cuts == {"budget spent during screening", "budget spent during confirmation",
+                    "passed screening"}
     assert after_promotion  # also where the start config is no longer the incumbent
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import COIN_HARNESS, search_tasks, write_search_bench
+from conftest import COIN_HARNESS, TWO_REGISTRY, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
 from forge.launch import launch_search, resume_search
@@ -32,13 +32,6 @@ from forge.search_options import SearchOptions
 from forge.search_outcome import SearchOutcome
 
 K = 4
-
-TWO_REGISTRY = """\
-name: two
-settings:
-  small: {type: bool, default: false}
-  big:   {type: bool, default: false}
-"""
 
 #: Both moves are gains; ``big`` three times ``small``'s.
 TWO_SIZES = """

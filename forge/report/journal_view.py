@@ -147,6 +147,8 @@ def _verdict_cell(record: CandidateRecord) -> Text:
         cell.append("\n")
         cell.append(gate.name, style="bold red")
         cell.append(f": {gate.reason}")
+    if record.deferred:
+        cell.append(f"\ndeferred: {record.deferred}", style="dim")
     if record.why:
         cell.append(f"\n{record.why}", style="dim")
     if record.verdict == "promoted":

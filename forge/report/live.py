@@ -95,6 +95,8 @@ class SearchView:
         for gate in r.gates:
             mark = "[green]✓[/]" if gate.passed else "[red]✗[/]"
             self._line(f"        {mark} {escape(gate.name)}: {escape(gate.reason)}")
+        if r.deferred:
+            self._line(f"        · deferred: {escape(r.deferred)}")
         if r.why:
             self._line(f"        · {escape(r.why)}")
 

@@ -88,6 +88,8 @@ def _reasons(d: CandidateRecord) -> str:
     items = [f"<li><b>{esc(g.name)}</b>: {esc(g.reason)}</li>" for g in d.gates if not g.passed]
     if d.gates_not_run:
         items.append(f"<li>not run: {esc(', '.join(d.gates_not_run))}</li>")
+    if d.deferred:
+        items.append(f"<li>deferred: {esc(d.deferred)}</li>")
     if d.why:
         items.append(f"<li>{esc(d.why)}</li>")
     if d.verdict == "promoted":

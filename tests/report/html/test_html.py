@@ -179,6 +179,21 @@ def test_a_decision_says_its_kind_of_move_and_precision_round(copy_run: Path) ->
     assert page.count(" (jump) (precision round 2)") == 1
 
 
+def test_a_decision_that_waited_for_its_confirmation_says_why(copy_run: Path) -> None:
+    lines = (copy_run / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    why = "its confirmation projects to need 3,741 rollouts & 2,725 are left"
+    for n, line in enumerate(lines):
+        record = json.loads(line)
+        if record["kind"] == "candidate":
+            record.update(deferred=why)
+            lines[n] = json.dumps(record)
+            break
+    (copy_run / "journal.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = render_html(copy_run)
+    assert page.count("<li>deferred: its confirmation projects to need 3,741 rollouts "
+                      "&amp; 2,725 are left</li>") == 1
+
+
 def test_a_verdict_of_another_word_is_refused_before_it_reaches_the_markup(
         copy_run: Path) -> None:
     # The verdict is written into a class attribute: only the three words may get there.
