@@ -33,8 +33,13 @@ look every open gate is tested at that look's nominal level (:mod:`forge.sequent
   (:func:`~forge.stats.net_regression_p`, Tango's score test of ``p_worse - p_better
   >= allowance / size``) at the look's nominal level, as the t-test is, with no
   futility rule (a handful of attempts swing it);
-- ``floor:<tag>``: critical tasks' pass rates, checked once the others have passed, on
-  every tagged dev and val task (those the looks did not reach are run then).
+- ``floor:<tag>``: critical tasks' pass rates, on every tagged dev and val task (those
+  the looks did not reach are run for both configs), checked once ``dev`` and ``val``
+  have passed (``floors_ahead``; before, once every other gate had): a few tasks a
+  promotion needs whatever the tolerances show, run before a tolerance's further chunks
+  take the budget. Run ahead, their attempts are kept from every test's data, which
+  reads the tasks its own plan reaches (tagged tasks are no random sample of them); the
+  final check finds them run.
 
 A tolerance can need more attempts than the confirmation tasks give: a rare event's
 rate is read on attempts, and a move within +0.01 harmful actions by a few thousandths
@@ -198,7 +203,8 @@ class Confirmation:
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
                  budget_left: Callable[[], int | None], slack: int,
                  fresh: range | None = None, pooled: bool = False,
-                 extension: range | None = None, netted: bool = False) -> None:
+                 extension: range | None = None, netted: bool = False,
+                 floors_ahead: bool = False) -> None:
         self.rollouts = rollouts
         self.bench = bench
         self.inc, self.start, self.cand = incumbent, start, candidate
@@ -237,11 +243,15 @@ class Confirmation:
         # tolerance of a promotion holds, with probability 1 - alpha" needs no share.
         self.extension = extension if extension else None
         self.netted = netted
+        self.floors_ahead = floors_ahead
         share = 1.0 - EXTENSION_SHARE if self.extension is not None else 1.0
         self.aux = {m: _Gate(f"aux:{m}", gates.alpha, n_aux, share)
                     for m in bench.spec.metrics}
         self.extended = False
         self.data: dict[tuple[str, str], TaskAttempts] = {}  # (config fp, split) -> attempts
+        # The floors' tagged tasks, run ahead of the looks that reach them: kept apart, so
+        # no test reads tasks picked by tag before its own plan picks them.
+        self.floor_data: dict[tuple[str, str], TaskAttempts] = {}
         self.spent = 0
         self.looks = 0
         self.last_dev: PairedTest | None = None
@@ -254,9 +264,11 @@ class Confirmation:
         """Who must run a chunk of ``split`` now: the candidate, the incumbent while its
         gate is open, and the start while an auxiliary gate is open."""
         wanted = [self.cand]
+        floors = bool(self.gates.task_floors) and not self.floors_ahead
         if (split == "dev" and self.dev.open) or (split == "val" and self.val is not None and (
-                self.val.open or self.gates.task_floors or (self.pooled and self.dev.open))):
-            # Floors compare the candidate with the incumbent on every task checked.
+                self.val.open or floors or (self.pooled and self.dev.open))):
+            # Floors run last compared the candidate with the incumbent on every val
+            # task (run ahead, on their tagged tasks alone).
             wanted.append(self.inc)
         if (any(g.open for g in self.aux.values())
                 and self.start.fingerprint not in {c.fingerprint for c in wanted}):
@@ -264,8 +276,10 @@ class Confirmation:
         return wanted
 
     def _fetch(self, split: str, tasks: list[Task], attempts: range,
-               configs: list[Config] | None = None, *, look: bool = True) -> bool:
+               configs: list[Config] | None = None, *, look: bool = True,
+               into: dict[tuple[str, str], TaskAttempts] | None = None) -> bool:
         configs = configs or self._configs(split)
+        data = self.data if into is None else into
         need = sum(self.rollouts.unrequested(c, split, tasks, attempts) for c in configs)
         left = self.budget_left()
         if left is not None and need and (left <= 0 or need > left + self.slack):
@@ -274,7 +288,7 @@ class Confirmation:
         for c in configs:
             got = self.rollouts.get(c, split, split, tasks, attempts)
             key = (c.fingerprint, split)
-            self.data[key] = self.data.get(key, TaskAttempts()).merged(got)
+            data[key] = data.get(key, TaskAttempts()).merged(got)
         self.spent += self.rollouts.used - before
         self.looks += look
         return True
@@ -479,14 +493,39 @@ class Confirmation:
             if not self._fetch(split, tasks, attempts):
                 return self._outcome("budget")
             self._test_open()
+            if (self.floors_ahead and self._improvement_shown() and not self.floor_data
+                    and not self._all_passed() and not self._failed()):
+                # Floors before the tolerances' further chunks: a promotion needs both,
+                # and the floors, a few tagged tasks, must not be what the budget lacks
+                # once a tolerance has taken the rest.
+                floors = self._check_floors(ahead=True)
+                if floors is None:
+                    return self._outcome("budget")
+                if not all(g.passed for g in floors):
+                    return self._outcome("rejected", floors)
         if self._all_passed():
-            if not self._cover_floors():
+            floors = self._check_floors()
+            if floors is None:
                 return self._outcome("budget")
-            floors = self._floors()
             if not all(g.passed for g in floors):
                 return self._outcome("rejected", floors)
             return self._outcome("promoted", floors)
         return self._outcome("rejected")
+
+    def _improvement_shown(self) -> bool:
+        return bool(self.dev.passed) and (self.val is None or bool(self.val.passed))
+
+    def _check_floors(self, *, ahead: bool = False) -> list[GateResult] | None:
+        """The floors on every tagged task (run now if not yet), or None when the budget
+        does not hold the tasks left to run. ``ahead`` (gates still open): the tagged
+        tasks are kept apart from the tests' data, which must not read tasks picked by
+        tag before their own plan reaches them; the final check finds them run."""
+        if not self.gates.task_floors:
+            return []
+        data = self.floor_data if ahead else self.data
+        if not self._cover_floors(data):
+            return None
+        return self._floors(data)
 
     def _extend(self) -> bool:
         """The extension block, once, where only tolerances are open (module docstring):
@@ -586,7 +625,7 @@ class Confirmation:
             return
         gate.decide(False, f"{text}: not shown within the allowance {where}", **info)
 
-    def _cover_floors(self) -> bool:
+    def _cover_floors(self, into: dict[tuple[str, str], TaskAttempts] | None = None) -> bool:
         """Both configs on every tagged dev and val task a floor names, each on its
         chunk's attempts (those the looks ran cost nothing again); False when the budget
         does not allow the rest. A floor holds for *every* tagged task: checked on the
@@ -596,7 +635,7 @@ class Confirmation:
             for tasks, attempts in plan:
                 tagged = [t for t in tasks if tags & set(t.tags)]
                 if tagged and not self._fetch(split, tagged, attempts, [self.cand, self.inc],
-                                              look=False):
+                                              look=False, into=into):
                     return False
         return True
 
@@ -628,10 +667,13 @@ class Confirmation:
                 gate.decide(False, f"{shown}: not shown within the allowance (vs the start "
                                    f"config{why})", **(info or {}))
 
-    def _floors(self) -> list[GateResult]:
-        checks = [("dev", self._get(self.inc, "dev"), self._get(self.cand, "dev"))]
+    def _floors(self, data: dict[tuple[str, str], TaskAttempts]) -> list[GateResult]:
+        def seen(config: Config, split: str) -> TaskAttempts:
+            return data.get((config.fingerprint, split), TaskAttempts())
+
+        checks = [("dev", seen(self.inc, "dev"), seen(self.cand, "dev"))]
         if self.val is not None:
-            checks.append(("val", self._get(self.inc, "val"), self._get(self.cand, "val")))
+            checks.append(("val", seen(self.inc, "val"), seen(self.cand, "val")))
         tags = {t.id: list(t.tags) for s in self.bench.splits.values() for t in s}
         return [floor_gate(tag, floor, checks, tags)
                 for tag, floor in self.gates.task_floors.items()]

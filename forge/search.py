@@ -628,7 +628,8 @@ class Search:
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
             pooled=self.options.pooled_improvement,
             extension=self._extension() if self.options.tolerance_extension else None,
-            netted=self.options.netted_tolerances).run()
+            netted=self.options.netted_tolerances,
+            floors_ahead=self.options.floors_ahead).run()
         self._record(head, screened, outcome, level)
         self._annotate(step, screened, outcome)
         move = screened.proposal.move

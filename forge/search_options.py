@@ -120,6 +120,13 @@ class SearchOptions:
     # before, it took them all to prove +0.02) and proves `noise` 0.05 -> 0.65 (+0.19)
     # in 680: 0.408 -> 0.413 (benchmarks/quality.py).
     deferral: bool = True
+    # A confirmation whose dev and val gates have passed runs the floors' tagged tasks
+    # (both configs) before a tolerance's further chunks, and a floor that fails refuses
+    # the candidate then: run last, a floor of a few tasks found the budget spent by a
+    # tolerance that had just passed. On triage at 2k (80 seeds) 3 searches prove
+    # `temperature` 0.8 -> 0.0 that were cut by the budget: 0.642 -> 0.646; 5k and 20k
+    # as before (benchmarks/quality.py).
+    floors_ahead: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -146,7 +153,7 @@ class SearchOptions:
                           room_recall=self.room_recall,
                           tolerance_extension=self.tolerance_extension,
                           netted_tolerances=self.netted_tolerances,
-                          deferral=self.deferral,
+                          deferral=self.deferral, floors_ahead=self.floors_ahead,
                           run_test=None if self.run_test else False, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
@@ -176,7 +183,7 @@ class SearchOptions:
                    room_recall=bool(o.room_recall),
                    tolerance_extension=bool(o.tolerance_extension),
                    netted_tolerances=bool(o.netted_tolerances),
-                   deferral=bool(o.deferral),
+                   deferral=bool(o.deferral), floors_ahead=bool(o.floors_ahead),
                    run_test=o.run_test is not False,
                    executor=executor or o.executor)
 

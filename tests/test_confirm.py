@@ -587,3 +587,83 @@ def test_a_floor_is_checked_on_every_tagged_task_when_the_looks_stop_early(
         assert f"{task} 0%" in floor["reason"]
     # Every other gate had passed: the floor alone refused it.
     assert all(g["passed"] for g in record["gates"] if g["name"] != "floor:critical")
+
+
+# -- floors ahead: once dev and val have passed, before a tolerance's further chunks ----------
+
+#: boost passes every task (``DROPS`` set: every task but the critical ones); the
+#: incumbent half its attempts. No attempt reports harm, so the tolerance waits for half
+#: the tasks, chunks after dev and val have passed.
+FLOORS_AHEAD = """
+DROPS = {drops}
+
+def run(config, task, ctx):
+    record(config, task, ctx)
+    if config["boost"]:
+        ok = not (DROPS and "critical" in task.tags)
+    else:
+        ok = random.Random(ctx.seed).random() < 0.5
+    return {{"output": task.expected if ok else "wrong", "metrics": {{"harm": 0.0}}}}
+"""
+
+FLOORS_K = 4
+
+
+def floors_ahead_step(tmp_path: Path, *, drops: bool, seed: int, floors: bool = True,
+                      budget: BudgetSettings | None = None) -> SearchOutcome:
+    path = tmp_path / f"bench-{drops}-{floors}"
+    if not path.exists():
+        write_search_bench(path, FLOORS_AHEAD.format(drops=drops), registry=REGISTRY,
+                           k=FLOORS_K, tasks=search_tasks(60, 30, 2, critical=2),
+                           metrics={"harm": {"direction": "lower", "max_increase": 0.01}},
+                           gates={"alpha": 0.05, "min_effect": 0.0, "val_margin": 0.02,
+                                  "task_floors": {"critical": 0.5} if floors else {}})
+    bench = load_bench(path)
+    folder = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=budget or BudgetSettings(),
+                            k=FLOORS_K, seed=seed, concurrency=4, timeout_s=10.0,
+                            run_test=False)
+    return Search(bench, bench.defaults, SweepProposer(), options, run_id=folder.name,
+                  folder=folder).run()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_floor_refuses_before_a_tolerance_spends_its_chunks(tmp_path: Path,
+                                                              seed: int) -> None:
+    record = boost_record(floors_ahead_step(tmp_path, drops=True, seed=seed))
+    assert record["verdict"] == "rejected"
+    gates = {g["name"]: g for g in record["gates"]}
+    assert gates["dev"]["passed"] and gates["val"]["passed"]
+    assert not gates["floor:critical"]["passed"]
+    # Refused when dev and val passed: the tolerance, waiting for half the tasks, was
+    # still open and never bought its chunks (before, it passed and the floor came last).
+    assert "aux:harm" not in gates
+    passing = boost_record(floors_ahead_step(tmp_path, drops=False, seed=seed))
+    assert passing["verdict"] == "promoted"
+    assert record["rollouts"] < passing["rollouts"]
+    # The tagged tasks run ahead are kept from the tolerance's test, which reads the
+    # tasks its own looks reached: the same as on the bench without a floor.
+    unfloored = boost_record(floors_ahead_step(tmp_path, drops=False, seed=seed,
+                                               floors=False))
+    assert unfloored["verdict"] == "promoted"
+    assert passing["aux"]["harm"] == unfloored["aux"]["harm"]
+    assert passing["looks"] == unfloored["looks"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_floors_are_not_what_the_budget_lacks_at_the_end(tmp_path: Path,
+                                                            seed: int) -> None:
+    unlimited = floors_ahead_step(tmp_path, drops=False, seed=seed)
+    assert boost_record(unlimited)["verdict"] == "promoted"
+    # Short by the most the floors can cost (both configs on the four critical tasks):
+    # run last, they found the budget spent by the tolerance's chunks and the candidate,
+    # through every gate, was journaled as cut by the budget. Run when dev and val pass,
+    # they fit, and the last chunk runs within the budget's slack.
+    short = unlimited.rollouts_used - 2 * 4 * FLOORS_K
+    outcome = floors_ahead_step(tmp_path, drops=False, seed=seed,
+                                budget=BudgetSettings(rollouts=short))
+    record = boost_record(outcome)
+    assert record["verdict"] == "promoted"
+    assert record["rollouts"] == boost_record(unlimited)["rollouts"]
+    assert outcome.rollouts_used == unlimited.rollouts_used

@@ -28,7 +28,8 @@ def test_every_option_a_run_started_with_is_the_one_its_resume_runs_with() -> No
         screen_alpha=0.1, jumps=False, precision_rounds=1, selection="first",
         near_values=False, near_copy_records=False, enum_choices=False, hint_jumps=False,
         pooled_improvement=False, test_k=8, expansion=False, room_recall=False,
-        tolerance_extension=False, netted_tolerances=False, deferral=False, run_test=False,
+        tolerance_extension=False, netted_tolerances=False, deferral=False, floors_ahead=False,
+        run_test=False,
         executor=ExecutorSettings("process", workers=2))
     journaled = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
     # Through the file: run.json is JSON, and a resume reads it back from there.
@@ -46,7 +47,7 @@ def test_every_option_a_run_started_with_is_the_one_its_resume_runs_with() -> No
         "candidates_per_step", "chunks", "screen_alpha", "jumps", "precision_rounds",
         "selection", "near_values", "near_copy_records", "enum_choices", "hint_jumps",
         "pooled_improvement", "test_k", "expansion", "room_recall", "tolerance_extension",
-        "netted_tolerances", "deferral", "run_test", "executor"}
+        "netted_tolerances", "deferral", "floors_ahead", "run_test", "executor"}
 
 
 def test_a_resume_told_another_executor_runs_there() -> None:
@@ -80,7 +81,7 @@ def test_a_run_journaled_before_best_selection_resumes_confirming_the_first() ->
 
 @pytest.mark.parametrize("field", ["enum_choices", "hint_jumps", "pooled_improvement",
                                    "expansion", "room_recall", "tolerance_extension",
-                                   "netted_tolerances", "deferral"])
+                                   "netted_tolerances", "deferral", "floors_ahead"])
 def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None:
     # enum_choices absent: one choice of an enum a step; hint_jumps absent: a hint's
     # step before its jump; pooled_improvement absent: the improvement gate on dev's
@@ -88,7 +89,8 @@ def test_a_run_journaled_before_an_option_resumes_without_it(field: str) -> None
     # room_recall absent: a move a tolerance refused is not offered by the memory;
     # tolerance_extension absent: a tolerance spends its whole level on its looks;
     # netted_tolerances absent: a sparse 0/1 tolerance is read by the exact count alone;
-    # deferral absent: a candidate that passed screening is confirmed at once.
+    # deferral absent: a candidate that passed screening is confirmed at once;
+    # floors_ahead absent: the floors are run once every other gate has passed.
     # Either way the replay of an old journal does not diverge.
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
                             concurrency=1, timeout_s=1.0)
