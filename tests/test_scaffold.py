@@ -72,6 +72,17 @@ def test_init_writes_every_file_and_names_them(capsys: pytest.CaptureFixture[str
                 if re.search(r"__[A-Z][A-Z_]*__", (target / f).read_text())]
 
 
+def test_the_init_guide_shows_what_forge_init_prints(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = forge(capsys, "init", "my-bench")
+    assert code == 0
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "init.md").read_text()
+    shown = re.search(r"## What forge init writes\n\n```\n(.*?)```", guide, re.S)
+    assert shown is not None and shown.group(1) == out
+
+
 def test_scaffolded_yaml_validates_against_forge_schema(tmp_path: Path) -> None:
     made = init_bench(tmp_path / "x")
     assert _validate(bench_schema(), made.folder / "bench.yaml") == []

@@ -176,3 +176,18 @@ def test_a_changed_bench_or_a_missing_baseline_is_refused(repo: tuple[Repo, str]
     [line] = err.strip().splitlines()
     assert line.startswith("forge: error: ") and "Traceback" not in err
     assert not (r.root / "report.xml").exists()  # no verdict on incomparable results
+
+
+def _fenced_after(page: Path, heading: str) -> str:
+    """The first fenced block after ``heading`` in a Markdown page."""
+    text = page.read_text(encoding="utf-8")
+    match = re.search(re.escape(heading) + r".*?```[a-z]*\n(.*?)```", text, re.S)
+    assert match, heading
+    return match.group(1)
+
+
+def test_the_ci_guide_shows_the_workflow_forge_init_writes(repo: tuple[Repo, str]) -> None:
+    r, _ = repo
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "ci.md"
+    written = (r.bench / "ci" / "forge.yml").read_text(encoding="utf-8")
+    assert _fenced_after(guide, "## The workflow") == written
