@@ -86,13 +86,7 @@ def init_bench(folder: str | Path, *, name: str | None = None,
     if not str(target).isprintable():
         raise OptionError(f"{str(target)!r}: a folder name with a control character",
                           option="DIR")
-    if target.exists() or target.is_symlink():
-        if not target.is_dir():
-            raise OptionError(f"{target} exists and is not a folder; forge init writes a new "
-                              "bench into a new or empty folder", option="DIR")
-        if any(target.iterdir()):
-            raise OptionError(f"{target} is not empty; forge init writes only into a new or "
-                              "empty folder, and wrote nothing", option="DIR")
+    _check_free(target)
     if name is None:
         name = check_bench_name(target.resolve().name, option="DIR",
                                 what="the folder's name ")
@@ -102,9 +96,24 @@ def init_bench(folder: str | Path, *, name: str | None = None,
     try:
         _write_whole(target, files)
     except OSError as exc:
-        raise OptionError(f"cannot write {exc.filename or target}: {exc.strerror or exc}; "
-                          "nothing was written", option="DIR") from None
+        raise OptionError(f"cannot write {target}: {exc.strerror or exc}; nothing was written",
+                          option="DIR") from None
     return Scaffold(folder=target, name=name, files=tuple(sorted(files)))
+
+
+def _check_free(target: Path) -> None:
+    """Refuse a ``target`` that is a file or a folder holding anything (hidden or not)."""
+    try:
+        if not (target.exists() or target.is_symlink()):
+            return
+        if not target.is_dir():
+            raise OptionError(f"{target} exists and is not a folder; forge init writes a new "
+                              "bench into a new or empty folder", option="DIR")
+        if any(target.iterdir()):
+            raise OptionError(f"{target} is not empty; forge init writes only into a new or "
+                              "empty folder, and wrote nothing", option="DIR")
+    except OSError as exc:
+        raise OptionError(f"cannot read {target}: {exc.strerror or exc}", option="DIR") from None
 
 
 def _ci_path(target: Path) -> str:
