@@ -55,6 +55,7 @@ if _typing.TYPE_CHECKING:
     from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
     from forge.rollout import RolloutEngine, derive_seed
     from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
+    from forge.scaffold import Scaffold, init_bench
     from forge.scorers import JudgeScorer, Score, Scorer
     from forge.search import Search
     from forge.search_options import SearchOptions
@@ -129,6 +130,8 @@ _LAZY: dict[str, str] = {
     'RuntimeJournal': 'forge.runtime',
     'RuntimeMutator': 'forge.runtime',
     'RuntimeRun': 'forge.runtime',
+    'Scaffold': 'forge.scaffold',
+    'init_bench': 'forge.scaffold',
     'JudgeScorer': 'forge.scorers',
     'Score': 'forge.scorers',
     'Scorer': 'forge.scorers',
@@ -225,6 +228,7 @@ __all__ = [
     "RuntimeMutator",
     "RuntimeMutatorError",
     "RuntimeRun",
+    "Scaffold",
     "Score",
     "Scorer",
     "Search",
@@ -244,6 +248,7 @@ __all__ = [
     "diff_results",
     "evaluate",
     "evaluate_async",
+    "init_bench",
     "launch_search",
     "load_bench",
     "load_config",

@@ -52,6 +52,17 @@ def test_the_wheel_carries_py_typed_and_every_module(wheel: zipfile.ZipFile) -> 
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
 
+def test_the_wheel_carries_the_forge_init_templates(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    templates = REPO / "forge" / "scaffold" / "template"
+    shipped = {p.relative_to(REPO).as_posix() for p in templates.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    # Not only the .py files: the YAML, JSONL, Markdown and the CI workflow too.
+    assert {"forge/scaffold/template/tasks/dev.jsonl", "forge/scaffold/template/ci/forge.yml",
+            "forge/scaffold/template/bench.yaml", "forge/scaffold/template/README.md"} <= shipped
+    assert shipped <= names, sorted(shipped - names)
+
+
 def test_metadata_license_version_and_classifiers(wheel: zipfile.ZipFile) -> None:
     meta = _metadata(wheel)
     assert meta["Version"] == forge.__version__  # one version source

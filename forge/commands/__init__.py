@@ -14,6 +14,7 @@ from forge.commands import (
     diff,
     export,
     gate,
+    init,
     journal,
     promote,
     registry,
@@ -28,6 +29,7 @@ __all__ = ["register_all"]
 
 
 def register_all(app: typer.Typer) -> None:
+    init.register(app)
     eval_.register(app)
     search.register(app)
     diff.register(app)
