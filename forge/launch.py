@@ -169,7 +169,7 @@ def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
         return search.run()
     except OSError as exc:
         # A full or read-only disk under a writer that does not say so itself (the
-        # proposer's study): one line, and the run resumes once it can be written.
+        # dashboard's study): one line, and the run resumes once it can be written.
         if exc.errno not in _DISK_ERRORS:
             raise
         raise write_error(exc, folder / "journal.jsonl") from None

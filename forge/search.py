@@ -38,6 +38,7 @@ from typing import Any, Literal, TypeVar
 from forge.attempt_cache import Rollouts
 from forge.bench import Bench
 from forge.confirm import Confirmation, ConfirmOutcome
+from forge.dashboard import DashboardStudy
 from forge.deferral import Deferrals, Held, confirmation_cost, unrun_share
 from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter
@@ -102,6 +103,8 @@ class Search:
         self.first_moves = list(first_moves or [])
         self.on_record = on_record
         self.journal = JournalWriter(folder)
+        #: The Optuna study people open (optuna-dashboard): written from the records.
+        self.dashboard = DashboardStudy(folder, bench.registry)
         self.records: list[AnyRecord] = []
         self.memory = MoveMemory()
         #: The incumbent's regression of each auxiliary metric against the start config,
@@ -138,6 +141,7 @@ class Search:
     def _emit(self, record: _R) -> _R:
         stored = self.journal.write(record)
         self.records.append(stored)
+        self.dashboard.add(stored, len(self.records))
         if self.on_record is not None:
             self.on_record(stored)
         return stored
@@ -208,7 +212,6 @@ class Search:
         history = [EvaluatedConfig(incumbent.values, incumbent.fingerprint,
                                    math.nan if start_mean is None else start_mean, len(first))]
         self.proposer.observe(incumbent, history[0].dev_mean)
-        self.proposer.annotate(incumbent, {"step": 0, "verdict": "start", "tasks": len(first)})
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
@@ -415,8 +418,8 @@ class Search:
                 if promoted is not None or self._out_of_budget:
                     return promoted
             head = self.head(step, incumbent, proposal)
-            screened = self._passing(step, self._screen(step, incumbent, proposal, head,
-                                                        tried, history))
+            screened = self._passing(self._screen(step, incumbent, proposal, head, tried,
+                                                  history))
             if screened is None:
                 if self._out_of_budget:
                     break
@@ -429,15 +432,14 @@ class Search:
                 passed = []
         return self._confirm_passed(step, incumbent, passed, tried, history)
 
-    def _passing(self, step: int, screened: Screen | Literal[False] | None) -> Screen | None:
-        """``screened`` if it passed; else None, the proposer told what became of a
-        screen, and the budget marked spent where it cut the screening short."""
+    def _passing(self, screened: Screen | Literal[False] | None) -> Screen | None:
+        """``screened`` if it passed; else None, and the budget marked spent where it cut
+        the screening short."""
         if screened is False:
             return None
         if screened is None or screened.status == "budget":
             self._out_of_budget = True
         if screened is not None and screened.status != "pass":
-            self._annotate(step, screened, None)
             return None
         return screened
 
@@ -493,8 +495,8 @@ class Search:
             f"({screened.test.effect:+.3f}): the farthest value the same way goes first "
             "if it scores at least as well on every screening attempt"))
         head = self.head(step, incumbent, proposal)
-        result = self._passing(step, self._screen(step, incumbent, proposal, head, tried,
-                                                  history, screened))
+        result = self._passing(self._screen(step, incumbent, proposal, head, tried, history,
+                                            screened))
         return None if result is None else (result, head)
 
     def _room_to_compare(self) -> bool:
@@ -593,28 +595,6 @@ class Search:
             self.progress.promotions += 1
         return promoted
 
-    def _annotate(self, step: int, screened: Screen, outcome: ConfirmOutcome | None) -> None:
-        """Tell the proposer what became of a screened config (its Optuna study shows it)."""
-        record = self.records[-1] if self.records else None
-        failing = None
-        verdict = None
-        if isinstance(record, CandidateRecord) and record.candidate == \
-                screened.candidate.fingerprint:
-            verdict = record.verdict
-            failing = next((g for g in record.gates if not g.passed), None)
-        move = screened.proposal.move
-        attrs: dict[str, str | float | int | None] = {
-            "step": step, "move": f"{move.target}: {move.before!r} -> {move.after!r}",
-            "move_kind": move_kind(self.bench.registry, move),
-            "proposer": screened.proposal.proposer, "verdict": verdict,
-            "screen": screened.status, "tasks": self.chunk,
-            "failing_gate": failing.name if failing else None,
-            "failing_reason": failing.reason[:200] if failing else None,
-            "looks": outcome.looks if outcome is not None else None}
-        for metric, value in self.screening.constraints(screened.candidate).items():
-            attrs[f"aux:{metric} past allowance"] = round(value, 6)
-        self.proposer.annotate(screened.candidate, attrs)
-
     def _confirm(self, step: int, incumbent: Config, screened: Screen, head: _CandidateHead
                  ) -> tuple[Move, Config] | None:
         self._confirmations += 1
@@ -631,7 +611,6 @@ class Search:
             netted=self.options.netted_tolerances,
             floors_ahead=self.options.floors_ahead).run()
         self._record(head, screened, outcome, level)
-        self._annotate(step, screened, outcome)
         move = screened.proposal.move
         if outcome.status == "budget":
             self._out_of_budget = True

@@ -416,42 +416,6 @@ def test_a_step_is_not_spent_on_a_move_tried_before(tmp_path: Path) -> None:
                for r in candidates(outcome)) or outcome.stop_reason != "patience"
 
 
-# -- (h) the Optuna study a dashboard opens tells what forge made of each trial ----------------
-
-def test_each_optuna_trial_carries_the_decision_it_led_to(tmp_path: Path) -> None:
-    import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    # boost wins on score but costs +10% against a 5% tolerance: the dashboard's best
-    # trial is a config forge refused, and must say so.
-    path = write_search_bench(tmp_path / "bench", COSTLY_BOOST, tasks=search_tasks(24, 20, 20),
-                              metrics={"cost": {"direction": "lower", "max_increase": 0.05,
-                                                "relative": True}})
-    outcome = launch_search(path, run_id="r1", journals=tmp_path / "journals")
-    study = optuna.load_study(study_name="forge", storage=JournalStorage(JournalFileBackend(
-        str(tmp_path / "journals" / "r1" / "optuna.journal"))))
-    trials = study.get_trials()
-    records = {r["candidate"]: r for r in candidates(outcome) if r.get("candidate")}
-    assert trials and trials[0].user_attrs["verdict"] == "start"
-    for trial in trials[1:]:
-        attrs = trial.user_attrs
-        record = records[attrs["fingerprint"]]
-        assert attrs["step"] == record["step"] and attrs["verdict"] == record["verdict"]
-        assert attrs["move"].startswith(record["move"]["target"] + ": ")
-        assert attrs["screen"] == record["dev"]["screen"]["status"]
-        assert attrs["tasks"] > 0  # the value is a first-chunk mean: how many tasks behind it
-        failed = [g for g in record["gates"] if not g["passed"]]
-        assert attrs.get("failing_gate") == (failed[0]["name"] if failed else None)
-    best = study.best_trial.user_attrs
-    boost = next(t.user_attrs for t in trials if "boost" in t.user_attrs.get("move", ""))
-    assert boost["verdict"] == "rejected" and boost["failing_gate"] == "aux:cost"
-    assert "cost" in boost["failing_reason"]
-    assert boost["aux:cost past allowance"] > 0
-    if best["verdict"] not in {"promoted", "start"}:
-        assert best.get("failing_gate") or best["screen"] != "pass"
-
-
 # -- (g) close decisions get more precision once no untried move is left ----------------------
 
 SMALL_REGISTRY = """\

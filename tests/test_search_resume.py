@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 from conftest import read_calls, search_tasks, write_search_bench
+from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from forge.cli import main
 
@@ -61,6 +63,14 @@ def lines(path: Path) -> int:
         return path.read_bytes().count(b"\n")
     except FileNotFoundError:
         return 0
+
+
+def trials(folder: Path) -> list[tuple[Any, ...]]:
+    """The dashboard study's trials as a person sees them (the clock aside)."""
+    study = optuna.load_study(study_name="forge", storage=JournalStorage(
+        JournalFileBackend(str(folder / "optuna.journal"))))
+    return [(t.number, t.state, t.value, t.params, json.dumps(t.user_attrs, sort_keys=True))
+            for t in study.get_trials()]
 
 
 def records(folder: Path) -> list[dict[str, Any]]:
@@ -180,6 +190,8 @@ def test_kill_9_then_resume_reaches_the_same_decisions(
     for field in ("promotions", "final_config", "stop_reason", "rollouts_used"):
         assert ends[0][field] == base_end[field]
     assert base_end["promotions"], "the baseline should promote something"
+    # The study optuna-dashboard opens: each trial once, as the uninterrupted run's.
+    assert trials(folder) == trials(base_folder)
 
 
 def test_the_baseline_journal_has_every_kind_of_decision(
@@ -198,11 +210,13 @@ def test_resuming_a_finished_run_runs_nothing_and_gives_the_same_result(
     base_folder, base_result = baseline
     before = len(read_calls(bench))
     journal = (base_folder / "journal.jsonl").read_bytes()
+    study = (base_folder / "optuna.journal").read_bytes()
     code, result, err = resume(capsys, base_folder.parent, "base")
     assert code == 0, err
     assert result == base_result
     assert len(read_calls(bench)) == before  # everything was served from attempts.jsonl
     assert (base_folder / "journal.jsonl").read_bytes() == journal
+    assert (base_folder / "optuna.journal").read_bytes() == study  # no trial written twice
 
 
 def test_a_torn_last_line_is_tolerated_on_resume(

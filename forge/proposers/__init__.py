@@ -10,9 +10,8 @@ the run seed), which is not journaled:
 name         what it does; options (defaults)
 ===========  ==========================================================================
 ``sweep``    the untried one-exchange neighbours in random order (ParamILS); none
-``optuna``   untried neighbours ranked by TPE over the scored configs;
-             n_startup_trials (4), n_samples (32); trials go to
-             ``run_dir/optuna.journal`` when there is a run folder
+``optuna``   untried neighbours ranked by TPE over the scored configs (a model kept
+             in memory); n_startup_trials (4)
 ``reflect``  failure signals of the incumbent's dev attempts mapped through the
              registry's ``hints``; none
 ``auto``     ``reflect`` first, then ``optuna``; same options as ``optuna``

@@ -114,12 +114,6 @@ class Proposer(Plugin, ABC):
     def observe(self, config: Config, dev_mean: float,
                 constraints: Mapping[str, float] | None = None) -> None: ...
 
-    def annotate(self, config: Config, attrs: Mapping[str, str | float | int | None]) -> None:
-        """What the search decided about a config it made this proposer observe (its step,
-        move, verdict, failing gate...), for a proposer that keeps a record people read
-        (the Optuna study a dashboard opens). Called once per observed config, after the
-        decision, in the same order on resume."""
-
     def journal_form(self) -> dict[str, Any] | None:
         """What run.json keeps about this proposer beyond its name; None: nothing."""
         return None

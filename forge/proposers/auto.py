@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Self
 
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
@@ -30,17 +29,15 @@ class AutoProposer(Proposer):
     name: str = "auto"
     options_model = OptunaOptions
 
-    def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
-                 n_startup_trials: int = 4) -> None:
+    def __init__(self, registry: Registry, *, seed: int = 0, n_startup_trials: int = 4) -> None:
         self.reflect = ReflectProposer()
-        self.optuna = OptunaProposer(registry, run_dir=run_dir, seed=seed,
-                                     n_startup_trials=n_startup_trials)
+        self.optuna = OptunaProposer(registry, seed=seed, n_startup_trials=n_startup_trials)
 
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
         run = ProposerContext.of(ctx)
         options = OptunaOptions.model_validate(args)
-        return cls(run.registry, run_dir=run.run_dir, seed=run.seed, **options.model_dump())
+        return cls(run.registry, seed=run.seed, **options.model_dump())
 
     def propose(self, view: SearchView, n: int) -> list[Proposal]:
         """Up to ``n`` proposals: reflection's, then Optuna's, without repeats."""
@@ -62,7 +59,3 @@ class AutoProposer(Proposer):
                 constraints: Mapping[str, float] | None = None) -> None:
         """Forwarded to the Optuna part."""
         self.optuna.observe(config, dev_mean, constraints)
-
-    def annotate(self, config: Config, attrs: Mapping[str, str | float | int | None]) -> None:
-        """Forwarded to the Optuna part."""
-        self.optuna.annotate(config, attrs)

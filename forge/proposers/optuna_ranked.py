@@ -2,151 +2,42 @@
 setting held at the incumbent's.
 
 forge keeps its one-setting-at-a-time search; Optuna picks the *value* of each move.
-Every config the search screens becomes a COMPLETE trial (value: its mean score on
-the first dev chunk, the same tasks and seeds for every config, so the values
-compare; constraints: how far each auxiliary metric is past its tolerance against the
-start config on those tasks, so TPE learns where the feasible region is). To propose,
-a throwaway study holds the same trials and asks Optuna's ``PartialFixedSampler`` over
-a univariate TPE for one setting, the others fixed at the incumbent's values: TPE's
-own per-dimension suggestion, any legal value of that setting (a step or a jump).
+Every config the search screens becomes a COMPLETE trial of an in-memory model
+(value: its mean score on the first dev chunk, the same tasks and seeds for every
+config, so the values compare; constraints: how far each auxiliary metric is past its
+tolerance against the start config on those tasks, so TPE learns where the feasible
+region is). To propose, a throwaway study holds the same trials and asks Optuna's
+``PartialFixedSampler`` over a univariate TPE for one setting, the others fixed at
+the incumbent's values: TPE's own per-dimension suggestion, any legal value of that
+setting (a step or a jump).
 
-With a ``run_dir`` the trials are also written to ``run_dir / "optuna.journal"``
-(study ``"forge"``), so ``optuna-dashboard run_dir/optuna.journal`` can show them.
-That file is a mirror for people, never an input to the ranking: the ranking
-depends only on the seed and on the ``observe`` calls of this process, which the
-search replays in order on resume. A run killed between writing a trial and
-journaling its step therefore still reaches the same decisions when resumed.
+The model is never written to disk nor read from it: the ranking depends only on the
+seed and on the ``observe`` calls of this process, which the search replays in order
+on resume. Its first-chunk values are what selection reads, not what the search
+proved, so the study people open (``optuna.journal``, :mod:`forge.dashboard`) is
+written by the search from its journal instead.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import random
-import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Self
 
 import optuna
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge._optuna import encode_values, optuna_param, quiet_optuna
 from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
-from forge.registry import (
-    BoolSetting,
-    Config,
-    EnumSetting,
-    FloatSetting,
-    IntSetting,
-    Registry,
-    Scalar,
-    Setting,
-    same_value,
-)
+from forge.registry import Config, Registry, Scalar, same_value
 from forge.spec import BuildContext
 
-__all__ = ["JOURNAL_FILE", "STUDY_NAME", "OptunaOptions", "OptunaProposer", "quiet_optuna"]
-
-JOURNAL_FILE = "optuna.journal"
-STUDY_NAME = "forge"
-_FINGERPRINT = "fingerprint"  # user attr that ties a trial to its config
-
-
-@contextmanager
-def quiet_optuna() -> Iterator[None]:
-    """Optuna at WARNING and without ExperimentalWarning, for the duration only.
-
-    Optuna logs every study creation at INFO; in a search loop that is noise on the
-    user's console. The previous verbosity is restored so that a caller who asked
-    for Optuna's INFO logs elsewhere still gets them.
-    """
-    previous = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(max(previous, logging.WARNING))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            yield
-    finally:
-        optuna.logging.set_verbosity(previous)
-
-
-@dataclass(frozen=True)
-class _Param:
-    """One setting as an Optuna parameter: its distribution and how values are encoded."""
-
-    setting: Setting
-    distribution: BaseDistribution
-    # Categorical choices as Optuna sees them. Optuna finds a choice with ``==``, so
-    # an enum holding both 1 and True would be read wrong; such enums use repr labels.
-    labels: tuple[Any, ...] | None = None
-
-    def decode(self, value: Any) -> Scalar:
-        """The setting's value for what Optuna holds (a label back to its choice)."""
-        if self.labels is None:
-            decoded: Scalar = value
-            return decoded
-        choices = self.setting.choices if isinstance(self.setting, EnumSetting) else []
-        for choice, label in zip(choices, self.labels, strict=True):
-            if label == value:
-                return choice
-        raise ValueError(f"{value!r} is not a label of {self.setting}")
-
-    def encode(self, value: Scalar) -> Any:
-        if self.labels is None:
-            return value
-        choices = self.setting.choices if isinstance(self.setting, EnumSetting) else []
-        for choice, label in zip(choices, self.labels, strict=True):
-            if same_value(choice, value):
-                return label
-        raise ValueError(f"{value!r} is not a choice")
-
-    def distribution_for(self, value: Scalar) -> BaseDistribution:
-        """The distribution to record ``value`` under.
-
-        A stepped int distribution only holds values on its grid; a config given by
-        hand may sit off it, so that one trial records the setting with step 1
-        (Optuna accepts mixed steps of one kind of distribution in a study).
-        """
-        dist = self.distribution
-        if (isinstance(dist, IntDistribution) and dist.step != 1
-                and isinstance(value, int) and (value - dist.low) % dist.step):
-            return IntDistribution(dist.low, dist.high, log=dist.log, step=1)
-        return dist
-
-
-def _param(setting: Setting) -> _Param:
-    if isinstance(setting, IntSetting):
-        log = setting.scale == "log"
-        # Optuna wants (high - low) % step == 0; the default must also sit on the grid,
-        # or every config near it would fall off. Otherwise step 1 holds every value.
-        on_grid = ((setting.max - setting.min) % setting.step == 0
-                   and (setting.default - setting.min) % setting.step == 0)
-        step = setting.step if not log and on_grid else 1
-        return _Param(setting, IntDistribution(setting.min, setting.max, log=log, step=step))
-    if isinstance(setting, FloatSetting):
-        # No step: configs need not lie on a grid (hand-written ones, clamped moves).
-        return _Param(setting, FloatDistribution(setting.min, setting.max,
-                                                 log=setting.scale == "log"))
-    if isinstance(setting, BoolSetting):
-        return _Param(setting, CategoricalDistribution([False, True]))
-    choices = list(setting.choices)
-    ambiguous = any(a == b for i, a in enumerate(choices) for b in choices[i + 1:])
-    if ambiguous:
-        labels = tuple(repr(c) for c in choices)
-        return _Param(setting, CategoricalDistribution(list(labels)), labels)
-    return _Param(setting, CategoricalDistribution(choices))
+__all__ = ["OptunaOptions", "OptunaProposer", "quiet_optuna"]
 
 
 class OptunaOptions(BaseModel):
@@ -165,8 +56,8 @@ class OptunaProposer(Proposer):
     - ``observe(config, dev_mean, constraints)`` records the config as a COMPLETE trial
       (maximise), with its constraint values (feasible when all are <= 0). A config is
       recorded once, by fingerprint: a second observation is ignored (the first score
-      stands, as in the journal file, whose trials cannot be changed). A non-finite
-      ``dev_mean`` (nothing scored) says nothing about the objective and is ignored.
+      stands). A non-finite ``dev_mean`` (nothing scored) says nothing about the
+      objective and is ignored.
     - ``propose(view, n)`` gives one move per setting: the setting's restricted TPE
       suggestion (:meth:`suggest`) when it is a legal, untried move, else one of the
       setting's untried moves at random; then the settings' other untried moves. The
@@ -180,36 +71,22 @@ class OptunaProposer(Proposer):
     name: str = "optuna"
     options_model = OptunaOptions
 
-    def __init__(self, registry: Registry, *, run_dir: Path | None = None, seed: int = 0,
-                 n_startup_trials: int = 4) -> None:
+    def __init__(self, registry: Registry, *, seed: int = 0, n_startup_trials: int = 4) -> None:
         if n_startup_trials < 0:
             raise ValueError(f"n_startup_trials must be >= 0, got {n_startup_trials}")
         self.registry = registry
         self.seed = seed
         self.n_startup_trials = n_startup_trials
-        self._params = {name: _param(s) for name, s in registry.settings.items()}
+        self._params = {name: optuna_param(s) for name, s in registry.settings.items()}
         self._distributions = {name: p.distribution for name, p in self._params.items()}
         self._trials: list[FrozenTrial] = []  # observed in this process, in order
         self._observed: set[str] = set()
-        self._pending: dict[str, FrozenTrial] = {}  # observed, not yet annotated
-        self.journal_path = run_dir / JOURNAL_FILE if run_dir is not None else None
-        storage: JournalStorage | None = None
-        if self.journal_path is not None:
-            self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-            storage = JournalStorage(JournalFileBackend(str(self.journal_path)))
-        with quiet_optuna():
-            # load_if_exists: on resume the file already holds the study and its trials.
-            self.study = optuna.create_study(
-                storage=storage, study_name=STUDY_NAME, direction="maximize",
-                sampler=self._sampler(self.seed), load_if_exists=True)
-        self._stored = {t.user_attrs.get(_FINGERPRINT)
-                        for t in self.study.get_trials(deepcopy=False)}
 
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
         run = ProposerContext.of(ctx)
         options = OptunaOptions.model_validate(args)
-        return cls(run.registry, run_dir=run.run_dir, seed=run.seed, **options.model_dump())
+        return cls(run.registry, seed=run.seed, **options.model_dump())
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
@@ -236,37 +113,14 @@ class OptunaProposer(Proposer):
         fingerprint = config.fingerprint
         if fingerprint in self._observed or not math.isfinite(dev_mean):
             return
-        params = {name: self._params[name].encode(config.values[name]) for name in self._params}
-        distributions = {name: p.distribution_for(config.values[name])
-                         for name, p in self._params.items()}
+        params, distributions = encode_values(self._params, config.values)
         finite = {k: float(v) for k, v in (constraints or {}).items() if math.isfinite(v)}
         trial = optuna.trial.create_trial(params=params, distributions=distributions,
                                           value=float(dev_mean),
-                                          user_attrs={_FINGERPRINT: fingerprint},
+                                          user_attrs={"fingerprint": fingerprint},
                                           constraints=finite or None)
         self._trials.append(trial)
         self._observed.add(fingerprint)
-        self._pending[fingerprint] = trial
-
-    def annotate(self, config: Config, attrs: Mapping[str, str | float | int | None]) -> None:
-        """Write the config's trial to the study people open, with what the search made of
-        it as user attributes (step, move, verdict, failing gate and reason, screening
-        status, the first chunk's size behind the value, each metric's regression against
-        the start), so the dashboard's best trial is never a refused config without its
-        refusal in view. The model reads only the trials of :meth:`observe`."""
-        fingerprint = config.fingerprint
-        trial = self._pending.pop(fingerprint, None)
-        if trial is None or fingerprint in self._stored:  # a resume replays stored trials
-            return
-        shown = {k: v for k, v in attrs.items() if v is not None}
-        stored = optuna.trial.create_trial(
-            params=trial.params, distributions=trial.distributions, value=trial.value,
-            user_attrs={**trial.user_attrs, **shown},
-            constraints={k.split(":", 1)[1]: float(v) for k, v in trial.system_attrs.items()
-                         if k.startswith("constraints:")} or None)
-        with quiet_optuna():
-            self.study.add_trial(stored)
-        self._stored.add(fingerprint)
 
     def suggest(self, target: str, incumbent: Config) -> Scalar | None:
         """Where TPE puts ``target`` with every other setting at ``incumbent``'s value

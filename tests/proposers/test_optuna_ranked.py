@@ -1,5 +1,5 @@
-"""The Optuna proposer: trials from observed configs, TPE's per-setting suggestions, the
-journal file, resume."""
+"""The Optuna proposer: trials from observed configs, TPE's per-setting suggestions,
+resume by replay."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.storages.journal import JournalFileBackend, JournalStorage
 from proposer_helpers import (
     assert_legal,
     key,
@@ -24,7 +23,7 @@ from proposer_helpers import (
 )
 
 from forge.moves import Move, apply_move, candidate_moves, neighbourhood
-from forge.proposers import OptunaProposer, Proposal, Proposer, SearchView
+from forge.proposers import OptunaProposer, Proposal, Proposer, SearchView, build_proposer
 from forge.registry import Config, Registry
 
 
@@ -36,12 +35,10 @@ def observations(registry: Registry, seed: int, n: int,
     return [(c, float(c.values["x"]) / 10 + rng.gauss(0, noise)) for c in configs]
 
 
-def fed(registry: Registry, seed: int, obs: list[tuple[Config, float]],
-        run_dir: Path | None = None) -> OptunaProposer:
-    proposer = OptunaProposer(registry, run_dir=run_dir, seed=seed)
+def fed(registry: Registry, seed: int, obs: list[tuple[Config, float]]) -> OptunaProposer:
+    proposer = OptunaProposer(registry, seed=seed)
     for config, score in obs:
         proposer.observe(config, score)
-        proposer.annotate(config, {"verdict": "rejected", "step": 1})
     return proposer
 
 
@@ -99,19 +96,12 @@ def test_observe_records_each_config_once_with_its_fingerprint() -> None:
     proposer.observe(config, 0.9)           # the same config again: the first score stands
     unscored = random_config(registry, random.Random(1))
     proposer.observe(unscored, math.nan)    # nothing scored
-    # The study people open gets a trial once the search has decided on it, with the
-    # decision as user attributes; the model counts it from observe on.
-    assert proposer.n_trials == 1 and proposer.study.get_trials() == []
-    proposer.annotate(config, {"verdict": "promoted", "gate": None, "step": 2})
-    proposer.annotate(config, {"verdict": "rejected"})     # written once
-    proposer.annotate(unscored, {"verdict": "rejected"})   # never observed: nothing
-    trials = proposer.study.get_trials()
-    assert proposer.n_trials == 1 and len(trials) == 1
-    assert trials[0].state == optuna.trial.TrialState.COMPLETE
-    assert trials[0].value == 0.5
-    assert trials[0].user_attrs == {"fingerprint": config.fingerprint,
-                                    "verdict": "promoted", "step": 2}
-    assert trials[0].params == config.values
+    assert proposer.n_trials == 1
+    # The first score is what TPE learns from: x's suggestion is the same as after 0.5
+    # alone.
+    alone = OptunaProposer(registry, seed=1)
+    alone.observe(config, 0.5)
+    assert proposer.suggest("x", config) == alone.suggest("x", config)
 
 
 def test_observe_refuses_a_config_of_another_registry() -> None:
@@ -262,54 +252,28 @@ def test_a_suggestion_already_tried_against_the_incumbent_is_not_proposed() -> N
     assert_legal(registry, steps_only, proposer.propose(steps_only, 100))
 
 
-def test_the_journal_file_is_written_and_opens_as_an_optuna_study(tmp_path: Path) -> None:
-    registry = mixed_registry()
-    obs = observations(registry, 4, n=5)
-    fed(registry, 4, obs, run_dir=tmp_path / "run")
-    path = tmp_path / "run" / "optuna.journal"
-    assert path.is_file()
-    study = optuna.load_study(study_name="forge",
-                              storage=JournalStorage(JournalFileBackend(str(path))))
-    assert study.direction == optuna.study.StudyDirection.MAXIMIZE
-    assert [t.value for t in study.trials] == [score for _, score in obs]
-    assert [t.user_attrs["fingerprint"] for t in study.trials] == [
-        c.fingerprint for c, _ in obs]
-
-
-def test_a_resumed_proposer_does_not_duplicate_trials_and_ranks_alike(tmp_path: Path) -> None:
+def test_a_resumed_proposer_ranks_alike_by_replay(tmp_path: Path) -> None:
+    # The proposer keeps nothing on disk: a resumed search replays its configs in order,
+    # and the ranking after the replay is the ranking of the first run at that point.
     registry = mixed_registry()
     obs = observations(registry, 6, n=12)
-    first = fed(registry, 6, obs[:8], run_dir=tmp_path)
+    first = fed(registry, 6, obs[:8])
     before = [key(p.move) for p in first.propose(view(registry, seed=1), 100)]
-    # Resume: a new proposer over the same folder, fed the same configs by replay.
-    resumed = fed(registry, 6, obs[:8], run_dir=tmp_path)
-    assert len(resumed.study.get_trials()) == 8
+    resumed = fed(registry, 6, obs[:8])
     assert [key(p.move) for p in resumed.propose(view(registry, seed=1), 100)] == before
-    for config, score in obs[8:]:
-        resumed.observe(config, score)
-        resumed.annotate(config, {"verdict": "rejected"})
-    assert len(resumed.study.get_trials()) == 12
-    assert len({t.user_attrs["fingerprint"] for t in resumed.study.get_trials()}) == 12
+    assert not list(tmp_path.iterdir())
+    built = build_proposer("optuna", registry=registry, run_dir=tmp_path, seed=6)
+    for config, score in obs[:8]:
+        built.observe(config, score)
+    assert [key(p.move) for p in built.propose(view(registry, seed=1), 100)] == before
+    assert not list(tmp_path.iterdir())  # the run folder is the search's to write
 
 
-def test_a_trial_in_the_file_but_not_yet_replayed_does_not_change_the_ranking(
-        tmp_path: Path) -> None:
-    # Killed after the file got trial 9 but before the search journaled its step: the
-    # resumed run replays 8 configs and must decide as the first run did after 8.
-    registry = mixed_registry()
-    obs = observations(registry, 8, n=9)
-    fed(registry, 8, obs, run_dir=tmp_path)
-    after_eight = fed(registry, 8, obs[:8])
-    resumed = fed(registry, 8, obs[:8], run_dir=tmp_path)
-    assert [key(p.move) for p in resumed.propose(view(registry, seed=2), 100)] == [
-        key(p.move) for p in after_eight.propose(view(registry, seed=2), 100)]
-
-
-def test_optuna_stays_quiet(optuna_log: _Records, tmp_path: Path) -> None:
+def test_optuna_stays_quiet(optuna_log: _Records) -> None:
     registry = mixed_registry()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        proposer = fed(registry, 0, observations(registry, 0, n=6), run_dir=tmp_path)
+        proposer = fed(registry, 0, observations(registry, 0, n=6))
         proposer.propose(view(registry), 3)
     assert [str(w.message) for w in caught] == []
     assert [r.getMessage() for r in optuna_log.records] == []
@@ -329,8 +293,7 @@ def test_enum_choices_that_python_confuses_keep_apart() -> None:
         proposer.observe(config, float(config.values["x"]))
     config = registry.with_values(registry.defaults(), {"odd": True})
     proposer.observe(config, 0.0)
-    proposer.annotate(config, {"verdict": "rejected"})
-    assert proposer.study.get_trials()[-1].params["odd"] == "True"
+    assert proposer.suggest("odd", registry.defaults()) in (1, True, "two")
     v = view(registry, seed=0)
     proposals = proposer.propose(v, 100)
     assert_legal(registry, v, proposals)

@@ -36,15 +36,13 @@ def test_build_proposer_by_name(name: str, cls: type, tmp_path: Path) -> None:
     assert proposer.name == name
 
 
-def test_run_dir_and_seed_reach_the_optuna_part(tmp_path: Path) -> None:
+def test_the_seed_and_options_reach_the_optuna_part(tmp_path: Path) -> None:
     auto = build_proposer("auto", registry=mixed_registry(), run_dir=tmp_path, seed=7,
                           options={"n_startup_trials": 2})
     assert isinstance(auto, AutoProposer)
     assert auto.optuna.seed == 7
     assert auto.optuna.n_startup_trials == 2
-    assert auto.optuna.journal_path == tmp_path / "optuna.journal"
-    in_memory = build_proposer("optuna", registry=mixed_registry(), run_dir=None, seed=1)
-    assert isinstance(in_memory, OptunaProposer) and in_memory.journal_path is None
+    assert not list(tmp_path.iterdir())  # the model stays in memory
 
 
 def test_unknown_names_and_bad_options_are_one_line_user_errors() -> None:
