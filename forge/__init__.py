@@ -32,6 +32,7 @@ if _typing.TYPE_CHECKING:
         RuntimeJournalError,
         RuntimeMutatorError,
         StaleMoveError,
+        StartFailed,
         UserError,
     )
     from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
@@ -92,6 +93,7 @@ _LAZY: dict[str, str] = {
     'RuntimeJournalError': 'forge.errors',
     'RuntimeMutatorError': 'forge.errors',
     'StaleMoveError': 'forge.errors',
+    'StartFailed': 'forge.errors',
     'UserError': 'forge.errors',
     'DEFAULT_SEED': 'forge.evaluate',
     'evaluate': 'forge.evaluate',
@@ -236,6 +238,7 @@ __all__ = [
     "SearchOutcome",
     "Spec",
     "StaleMoveError",
+    "StartFailed",
     "Task",
     "TaskDiff",
     "TaskResult",

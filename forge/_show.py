@@ -7,6 +7,11 @@ an integer of 5,000 digits. Serialising it whole and clipping the text afterward
 exhausts memory or raises. :func:`preview` writes JSON text of a value and stops as soon
 as it has more than it will show; every string in it is redacted before it is cut
 (:func:`forge.secrets.clip`).
+
+Text from a harness (an error message, an output) or from a file may also hold what a
+terminal acts on rather than shows: an ESC that starts a colour or moves the cursor, a
+NUL, a bidi override that reverses the rest of the line. :func:`printable` shows each
+such character as its escape; forge passes every such text through it before printing.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, Literal
 
 from forge.secrets import clip
 
-__all__ = ["Style", "preview", "short"]
+__all__ = ["Style", "preview", "printable", "short"]
 
 Style = Literal["json", "canonical", "python"]
 
@@ -54,6 +59,33 @@ def short(value: Any, limit: int = 60, *, style: Style = "json") -> str:
     else:
         text = preview(value, limit, style=style)
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+#: How the line breaks show in one-line text: as a space (a message stays readable).
+_AS_SPACE = {"\t": " ", "\n": " ", "\r": " "}
+#: How they show where the text is quoted as it was: as their escapes.
+_AS_ESCAPE = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def printable(text: str, *, breaks: Literal["space", "escape"] = "escape") -> str:
+    """``text`` with every character that is not printable (Python's ``isprintable``:
+    the controls, C0 and C1, with ESC and NUL; DEL; format characters such as the bidi
+    overrides and zero-width marks; lone surrogates; unassigned code points) shown as its
+    backslash escape, ``\\x1b``, ``\\u202e``; the space stays. A tab, newline or
+    carriage return becomes a space (``breaks="space"``: a one-line message) or its
+    escape (``"escape"``). Nothing a terminal would act on is left, and printing it
+    never fails on an encoding."""
+    if text.isprintable():
+        return text
+    named = _AS_SPACE if breaks == "space" else _AS_ESCAPE
+    return "".join(ch if ch.isprintable() else named.get(ch) or _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _tokens(value: Any, budget: int, style: Style) -> Iterator[str]:

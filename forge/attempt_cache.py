@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forge.bench import Bench
+from forge.failures import FailureTally
 from forge.registry import Config
 from forge.results import AttemptResult, TaskAttempts
 from forge.rollout import AttemptKey
@@ -33,6 +34,9 @@ class Rollouts:
         self.used = 0
         self.cost = 0.0
         self.executed = 0
+        #: Every attempt counted in ``used``, the unscored by reason and config: what a
+        #: resumed search counts as an uninterrupted one did (forge.failures).
+        self.failures = FailureTally()
         self._requested: set[tuple[str, str, str, int]] = set()
 
     def peek(self, config: Config, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
@@ -78,4 +82,5 @@ class Rollouts:
                     self._requested.add(key)
                     self.used += 1
                     self.cost += a.metrics.get("cost", 0.0)
+                    self.failures.add(a, fp)
         return TaskAttempts(out)

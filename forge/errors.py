@@ -23,17 +23,23 @@ The tree::
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
     ├── ExecutorLost                the executor can run no more attempts (its Ray
     │                               instance stopped); the batch in flight is not kept
+    ├── StartFailed                 a search stopped at once: every attempt of its start
+    │                               config's first evaluation failed (the CLI's exit 1)
     └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
                                     not come back equal to its original
 
 What is *not* here: a harness that raises, hangs or returns garbage. Those are
 rollout failures, recorded on the attempt as data (``AttemptResult.stop_reason``
-and ``AttemptResult.error``) and never raised through the evaluation.
+and ``AttemptResult.error``) and never raised through the evaluation. Only when a
+search has nothing to start from (``StartFailed``) does the command line say so as
+an error, after the search has journaled its stop.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from forge._show import printable
 
 __all__ = [
     "BenchError",
@@ -54,6 +60,7 @@ __all__ = [
     "RuntimeJournalError",
     "RuntimeMutatorError",
     "StaleMoveError",
+    "StartFailed",
     "UserError",
 ]
 
@@ -66,24 +73,18 @@ class UserError(ForgeError):
     """Bad input. ``str()`` is one line a person can act on.
 
     One line whatever the message quotes: a newline or another control character
-    from a file or a harness (an ESC that would recolour the terminal) is shown
-    escaped, and a lone surrogate as its escape, so that printing never fails.
+    from a file or a harness (an ESC that would recolour the terminal, a bidi override)
+    is shown escaped (:func:`forge._show.printable`), and a lone surrogate as its
+    escape, so that printing never fails.
     """
 
     def __str__(self) -> str:
         return _one_line(super().__str__())
 
 
-_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7f, 0xa0)]}
-_CONTROLS.update({ord("\t"): " ", ord("\n"): " ", ord("\r"): " "})
-
-
 def _one_line(text: str) -> str:
     """``text`` on one printable line (see :class:`UserError`)."""
-    if text.isprintable():
-        return text
-    text = text.translate(_CONTROLS)
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return printable(text, breaks="space")
 
 
 class OptionError(UserError):
@@ -192,6 +193,28 @@ class ExecutorLost(ForgeError):
     data), nothing the rest of the run would do can succeed: it stops, without keeping
     the batch in flight, so that a resume runs that batch again.
     """
+
+
+class StartFailed(ForgeError):
+    """A search stopped before its first step: every attempt of its start config's first
+    evaluation failed (the harness raised, timed out, or its output could not be
+    scored), so there is no score to improve on. The search has journaled the stop
+    (reason ``start_failed``) and spent nothing more. ``str()`` is one line naming the
+    first failure: its task, how it stopped, its message."""
+
+    def __init__(self, run_id: str, *, task_id: str, attempt: int, stop: str,
+                 error: str | None, unscored: int) -> None:
+        self.run_id = run_id
+        self.task_id = task_id
+        self.stop = stop
+        self.error = error
+        super().__init__(
+            f"search {run_id} stopped: all {unscored} attempts of the start config failed; "
+            f"the first, task {task_id} attempt {attempt}: {stop}"
+            + (f": {error}" if error else ""))
+
+    def __str__(self) -> str:
+        return _one_line(super().__str__())
 
 
 class EvaluationInterrupted(ForgeError):

@@ -104,6 +104,9 @@ class RunOptions(BaseModel):
     #: And whether a confirmation runs its floors once dev and val have passed, before a
     #: tolerance's further chunks (absent: when every other gate has passed).
     floors_ahead: bool | None = None
+    #: And whether a search whose start config's first evaluation scored no attempt
+    #: stops there (``start_failed``; absent: it searched on, as before).
+    start_check: bool | None = None
     #: False when the run leaves the test split alone (a library caller's choice; the
     #: CLI always runs it); absent: it runs it, as every run did before this was kept.
     run_test: bool | None = None
@@ -122,7 +125,7 @@ class RunOptions(BaseModel):
                     "precision_rounds", "selection", "near_values", "near_copy_records",
                     "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
                     "expansion", "room_recall", "tolerance_extension", "netted_tolerances",
-                    "deferral", "floors_ahead", "run_test"):
+                    "deferral", "floors_ahead", "start_check", "run_test"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -13,19 +13,23 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from forge.attempt_cache import Rollouts
+from forge.failures import FailureTally
 from forge.moves import Move
 from forge.registry import Config
 from forge.results import AttemptResult
 from forge.stats import Interval
 
-__all__ = ["Phase", "SearchProgress"]
+__all__ = ["Ending", "Phase", "SearchProgress"]
 
 Phase = Literal["starting", "start", "screening", "confirming", "test", "done"]
+#: How a search ended: it finished (whatever its stop reason), a signal interrupted it,
+#: or an error ended it (an executor lost, a disk full).
+Ending = Literal["finished", "interrupted", "failed"]
 
 
 def _move_text(move: Move) -> str:
@@ -43,10 +47,13 @@ class SearchProgress:
     test_rollouts: int = 0
     phase: Phase = "starting"
     step: int = 0
-    #: The move being screened or confirmed, its place in the step (M of N).
+    #: The move being screened or confirmed, its place among the step's proposals (M of
+    #: N; 0 for one that is not among them: an expansion, a deferred candidate of an
+    #: earlier step), and what it is then.
     move: str | None = None
     index: int = 0
     of: int = 0
+    extra: str | None = None
     dev_looks: int = 0
     val_looks: int = 0
     on_val: bool = False  # the confirmation's looks have reached val
@@ -55,8 +62,15 @@ class SearchProgress:
     incumbent: Interval | None = None
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    #: How the search ended (set with ``phase`` "done"), and why it stopped if it did.
+    ending: Ending | None = None
+    stop_reason: str | None = None
+    #: The command that resumes this run, shown if a signal interrupts it (set by the
+    #: command line, which knows the journals folder).
+    resume: str | None = None
     _rollouts: Rollouts | None = None
     _candidate: str | None = None
+    _positions: dict[str, int] = field(default_factory=dict)  # the step's moves: M of N
     _executed: int = 0  # attempts this process ran, counted as each one ends
     _before_test: int = 0  # rollouts spent when the test split was opened
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -105,26 +119,42 @@ class SearchProgress:
             self.on_begin()
         self.changed()
 
-    def end(self) -> None:
-        """The search has ended, however it ended."""
+    def end(self, ending: Ending = "finished") -> None:
+        """The search has ended, however it ended (``ending`` says how)."""
         self.finished = time.monotonic()
-        self.phase = "done"
+        self.phase, self.ending = "done", ending
         if self.on_end is not None:
             self.on_end()
 
-    def begin_step(self, step: int, proposals: int, incumbent: Interval | None) -> None:
-        self.step, self.of, self.index = step, proposals, 0
+    def begin_step(self, step: int, proposals: Sequence[Move], incumbent: Interval | None
+                   ) -> None:
+        """A step begins: ``proposals`` are its moves, in the order they are screened."""
+        self.step, self.of, self.index = step, len(proposals), 0
+        self._positions = {_move_text(m): i for i, m in enumerate(proposals, 1)}
         self.incumbent = incumbent
 
-    def screening(self, move: Move) -> None:
-        self.move, self.index, self.phase = _move_text(move), self.index + 1, "screening"
+    def _place(self, move: Move, what: str) -> None:
+        """Set the move shown and its place among the step's proposals (0 and ``what``
+        for one that is not among them)."""
+        text = _move_text(move)
+        self.move, self.index = text, self._positions.get(text, 0)
+        self.extra = None if self.index else what
+
+    def screening(self, move: Move, *, proposer: str | None = None) -> None:
+        """``move`` is being screened (``proposer`` "expansion": the farther value of a
+        move that passed, screened before that move's confirmation)."""
+        self._place(move, "expansion" if proposer == "expansion" else "further move")
+        self.phase = "screening"
         self.changed()
 
     def confirming(self, move: Move, candidate: Config) -> None:
         self._candidate = candidate.fingerprint
         self.dev_looks = self.val_looks = 0
         self.on_val = False
-        self.move, self.phase = _move_text(move), "confirming"
+        # Not among the step's proposals: an expansion or a deferred candidate.
+        self._place(move, "expansion" if self.extra == "expansion" and
+                    self.move == _move_text(move) else "deferred move")
+        self.phase = "confirming"
         self.changed()
 
     def testing(self) -> None:
@@ -133,6 +163,11 @@ class SearchProgress:
         self.changed()
 
     # -- what the view reads ------------------------------------------------------------
+
+    @property
+    def failures(self) -> FailureTally | None:
+        """Every attempt the search has counted, the unscored by reason."""
+        return None if self._rollouts is None else self._rollouts.failures
 
     @property
     def elapsed_s(self) -> float:

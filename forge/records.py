@@ -66,6 +66,7 @@ __all__ = [
     "ConfirmBlock",
     "DevBlock",
     "EndRecord",
+    "FirstFailure",
     "Gate",
     "JournalRecord",
     "JournalRecordBase",
@@ -97,8 +98,10 @@ VOLATILE = frozenset({"at", "elapsed_s"})
 Number = int | float
 
 Verdict = Literal["promoted", "rejected", "skipped"]
+#: ``start_failed``: every attempt of the start config's first evaluation failed (no
+#: score to improve on); journals from before it never hold it.
 StopReason = Literal["max_steps", "patience", "budget_rollouts", "budget_cost",
-                     "budget_wall_time", "local_optimum"]
+                     "budget_wall_time", "local_optimum", "start_failed"]
 
 
 class _Block(BaseModel):
@@ -258,6 +261,19 @@ class SplitDelta(_Delta):
         return out
 
 
+class FirstFailure(_Block):
+    """The first failed attempt of a search stopped on ``start_failed``: its task and
+    attempt index, how it stopped (``error``, ``timeout``, ``cancelled``, or
+    ``scorer_failed`` for one that completed and was not scored) and its message (as
+    the attempt store keeps it: redacted, clipped); of ``unscored`` attempts, every one."""
+
+    task_id: str
+    attempt: int
+    stop: str
+    error: str | None = None
+    unscored: int
+
+
 class PromotedMove(_Block):
     """One promotion of a run: its step and its move."""
 
@@ -393,6 +409,8 @@ class StopRecord(JournalRecordBase):
     step: int
     rollouts_total: int
     cost_total: Number
+    #: Set on ``start_failed`` alone: the first of the start's failed attempts.
+    failure: FirstFailure | None = None
 
 
 class TestRecord(JournalRecordBase, _Delta):

@@ -40,12 +40,13 @@ from forge.bench import Bench
 from forge.confirm import Confirmation, ConfirmOutcome
 from forge.dashboard import DashboardStudy
 from forge.deferral import Deferrals, Held, confirmation_cost, unrun_share
+from forge.failures import failure_stop
 from forge.gates import score_deltas, tolerance_check
 from forge.journal import JournalWriter
 from forge.memory import MoveMemory, MoveNote
 from forge.moves import Move, apply_move, candidate_moves, expansion, move_kind
 from forge.places import Places, TriedKey
-from forge.progress import SearchProgress
+from forge.progress import Ending, SearchProgress
 from forge.proposers import Proposal, Proposer
 from forge.proposers._base import EvaluatedConfig, SearchView
 from forge.proposers._vet import offered
@@ -57,6 +58,7 @@ from forge.records import (
     ConfirmBlock,
     DevBlock,
     EndRecord,
+    FirstFailure,
     Gate,
     PromotedMove,
     ProposalInvalidRecord,
@@ -196,10 +198,16 @@ class Search:
                 standing=lambda metric: self.standing.get(metric, 0.0))
             self.progress.attach(self.rollouts)
             self.progress.begin()
+            ending: Ending = "failed"
             try:
-                return self._run()
+                outcome = self._run()
+                ending = "finished"
+                return outcome
+            except KeyboardInterrupt:  # a signal (forge.interrupt): the view says so
+                ending = "interrupted"
+                raise
             finally:
-                self.progress.end()
+                self.progress.end(ending)
 
     def _run(self) -> SearchOutcome:
         opts = self.options
@@ -215,6 +223,9 @@ class Search:
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
+        failed = self._start_failure(first) if opts.start_check else None
+        if failed is not None:
+            return self._stop_at_start(failed)
         tried: set[TriedKey] = set()
         promotions: list[PromotedMove] = []
         step = 0
@@ -237,7 +248,8 @@ class Search:
                 break
             step += 1
             proposals = self._proposals(step, incumbent, untried, history, tried)
-            self.progress.begin_step(step, len(proposals), self._incumbent_interval(incumbent))
+            self.progress.begin_step(step, [p.move for p in proposals],
+                                     self._incumbent_interval(incumbent))
             promoted = self._step(step, incumbent, proposals, tried, history)
             if promoted is None and self.deferrals and not self._out_of_budget and (
                     not self._untried(incumbent, tried, step + 1) or step >= opts.max_steps
@@ -254,9 +266,37 @@ class Search:
             else:
                 since_promotion += 1
         self._drop_deferred(f"the search stopped first ({stop_reason})")
+        self.progress.stop_reason = stop_reason
         self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=step,
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
         return self._finish(stop_reason, step, promotions, incumbent)
+
+    def _start_failure(self, first: TaskAttempts) -> FirstFailure | None:
+        """The first of the start's first-chunk attempts when none of them was scored:
+        the harness (or the scorer) fails every attempt, and no candidate can be told
+        apart from the start. None when any was scored."""
+        attempts = [a for items in first.values() for a in items]
+        if not attempts or any(a.scored for a in attempts):
+            return None
+        a = attempts[0]
+        return FirstFailure(task_id=a.task_id, attempt=a.attempt, stop=failure_stop(a),
+                            error=a.error, unscored=len(attempts))
+
+    def _stop_at_start(self, failed: FirstFailure) -> SearchOutcome:
+        """Stop before the first step, test split unopened: nothing was compared."""
+        reason: StopReason = "start_failed"
+        self.progress.stop_reason = reason
+        self._emit(StopRecord(reason=reason, text=STOP_TEXT[reason], step=0,
+                              rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost,
+                              failure=failed))
+        end = self._emit(EndRecord(
+            run_id=self.run_id, stop_reason=reason, steps=0, promotions=[],
+            start_config=self.start.values, final_config=self.start.values,
+            rollouts_used=self.rollouts.used, dev=SplitDelta(), val=SplitDelta(),
+            test=SplitDelta(), final_fingerprint=self.start.fingerprint,
+            cost_total=self.rollouts.cost))
+        return SearchOutcome(end, [r.journal_json() for r in self.records],
+                             failures=self.rollouts.failures, first_failure=failed)
 
     @property
     def attempts(self) -> int:
@@ -396,7 +436,7 @@ class Search:
 
     def head(self, step: int, incumbent: Config, proposal: Proposal) -> _CandidateHead:
         move = proposal.move
-        self.progress.screening(move)
+        self.progress.screening(move, proposer=proposal.proposer)
         extra: dict[str, Any] = {"precision_round": self.round} if self.round else {}
         return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
                        move_kind=move_kind(self.bench.registry, move),
@@ -708,7 +748,8 @@ class Search:
             start_config=self.start.values, final_config=final.values,
             rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
             final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
-        return SearchOutcome(end, [r.journal_json() for r in self.records])
+        return SearchOutcome(end, [r.journal_json() for r in self.records],
+                             failures=self.rollouts.failures)
 
 
 def _two_sided(t: PairedTest) -> float:

@@ -127,6 +127,11 @@ class SearchOptions:
     # `temperature` 0.8 -> 0.0 that were cut by the budget: 0.642 -> 0.646; 5k and 20k
     # as before (benchmarks/quality.py).
     floors_ahead: bool = True
+    # A search whose start config scored nothing on its first evaluation (every attempt
+    # an error, a timeout or unscorable: a broken harness) stops there, journaled as
+    # start_failed, before it spends its budget comparing candidates that cannot be
+    # scored either. A run from before went on, and resumes so.
+    start_check: bool = True
     run_test: bool = True
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
@@ -154,6 +159,7 @@ class SearchOptions:
                           tolerance_extension=self.tolerance_extension,
                           netted_tolerances=self.netted_tolerances,
                           deferral=self.deferral, floors_ahead=self.floors_ahead,
+                          start_check=self.start_check,
                           run_test=None if self.run_test else False, executor=self.executor,
                           proposer=proposer, proposer_info=proposer_info, first_moves=first_moves,
                           concurrency=self.concurrency)
@@ -184,6 +190,6 @@ class SearchOptions:
                    tolerance_extension=bool(o.tolerance_extension),
                    netted_tolerances=bool(o.netted_tolerances),
                    deferral=bool(o.deferral), floors_ahead=bool(o.floors_ahead),
-                   run_test=o.run_test is not False,
+                   start_check=bool(o.start_check), run_test=o.run_test is not False,
                    executor=executor or o.executor)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.records import EndRecord, StopReason
+from forge.failures import FailureTally
+from forge.records import EndRecord, FirstFailure, StopReason
 
 __all__ = ["STOP_TEXT", "SearchOutcome"]
 
@@ -19,10 +20,14 @@ __all__ = ["STOP_TEXT", "SearchOutcome"]
 class SearchOutcome:
     """A finished search: its ``end`` record, what ``forge search --json`` prints
     (:meth:`as_json`, a frozen contract), and the journal's records as written (each
-    line's JSON object), for scripts that want them too."""
+    line's JSON object), for scripts that want them too; ``failures``, every attempt
+    the search counted with the unscored by reason and config (:mod:`forge.failures`;
+    not journaled, not in :meth:`as_json`), and on ``start_failed`` the first failure."""
 
     end: EndRecord
     records: list[dict[str, Any]] = field(default_factory=list)
+    failures: FailureTally = field(default_factory=FailureTally)
+    first_failure: FirstFailure | None = None
 
     @property
     def run_id(self) -> str:
@@ -82,4 +87,6 @@ STOP_TEXT: dict[StopReason, str] = {
     "budget_wall_time": "wall-time budget spent",
     "local_optimum": "no untried move (step or jump) of the incumbent is left, nor a "
                      "close one to screen again with more attempts",
+    "start_failed": "every attempt of the start config's first evaluation failed: there is "
+                    "no score to improve on",
 }

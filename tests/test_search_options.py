@@ -29,7 +29,7 @@ def test_every_option_a_run_started_with_is_the_one_its_resume_runs_with() -> No
         near_values=False, near_copy_records=False, enum_choices=False, hint_jumps=False,
         pooled_improvement=False, test_k=8, expansion=False, room_recall=False,
         tolerance_extension=False, netted_tolerances=False, deferral=False, floors_ahead=False,
-        run_test=False,
+        start_check=False, run_test=False,
         executor=ExecutorSettings("process", workers=2))
     journaled = options.journal_form(proposer="auto", proposer_info=None, first_moves=[])
     # Through the file: run.json is JSON, and a resume reads it back from there.
@@ -47,7 +47,8 @@ def test_every_option_a_run_started_with_is_the_one_its_resume_runs_with() -> No
         "candidates_per_step", "chunks", "screen_alpha", "jumps", "precision_rounds",
         "selection", "near_values", "near_copy_records", "enum_choices", "hint_jumps",
         "pooled_improvement", "test_k", "expansion", "room_recall", "tolerance_extension",
-        "netted_tolerances", "deferral", "floors_ahead", "run_test", "executor"}
+        "netted_tolerances", "deferral", "floors_ahead", "start_check", "run_test",
+        "executor"}
 
 
 def test_a_resume_told_another_executor_runs_there() -> None:
@@ -115,3 +116,15 @@ def test_a_run_journaled_before_test_k_runs_its_test_split_at_k() -> None:
     assert "test_k" not in old.model_dump(mode="json")
     assert SearchOptions.from_journal(old, seed=1, concurrency=1, timeout_s=1.0).test_k == K
     assert SearchOptions.from_journal(new, seed=1, concurrency=1, timeout_s=1.0).test_k == 20
+
+
+def test_a_run_journaled_before_the_start_check_resumes_searching_on() -> None:
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=K, seed=1,
+                            concurrency=1, timeout_s=1.0)
+    new = options.journal_form(proposer="sweep", proposer_info=None, first_moves=[])
+    assert new.start_check is True
+    old = RunOptions.model_validate({k: v for k, v in new.model_dump(mode="json").items()
+                                     if k != "start_check"})
+    assert "start_check" not in old.model_dump(mode="json")
+    assert SearchOptions.from_journal(old, seed=1, concurrency=1,
+                                      timeout_s=1.0).start_check is False

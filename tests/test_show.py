@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forge._show import preview, short
+from forge._show import preview, printable, short
 from forge.secrets import clear_secrets, register_secret
 
 
@@ -64,3 +64,22 @@ def test_every_string_is_redacted_before_it_is_cut() -> None:
     for offset in range(0, 70):
         shown = short({"k": "#" * offset + key + "#" * 100})
         assert not [key[i:i + 3] for i in range(len(key) - 2) if key[i:i + 3] in shown]
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("plain text, é ü 日本 😀", "plain text, é ü 日本 😀"),
+    ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),  # ANSI: no colour, no cursor move
+    ("a\x00b\x07c\x7fd\x9be", "a\\x00b\\x07c\\x7fd\\x9be"),  # NUL, BEL, DEL, C1 CSI
+    ("abc\u202edcba\u2066x\u2069", "abc\\u202edcba\\u2066x\\u2069"),  # bidi overrides
+    ("zero\u200bwidth", "zero\\u200bwidth"),
+    ("lone \udcff surrogate", "lone \\udcff surrogate"),
+    ("two\nlines\tand\r", "two\\nlines\\tand\\r"),
+])
+def test_printable_escapes_what_a_terminal_would_act_on(raw: str, shown: str) -> None:
+    assert printable(raw) == shown
+    assert printable(raw).isprintable()
+    printable(raw).encode("utf-8")  # never an encoding error when printed
+
+
+def test_printable_on_one_line_turns_line_breaks_into_spaces() -> None:
+    assert printable("two\nlines\tand\r\x1b", breaks="space") == "two lines and \\x1b"

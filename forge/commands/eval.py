@@ -15,6 +15,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from forge.bench import Bench, check_attempts, load_bench
 from forge.bounds import MAX_K
@@ -29,8 +30,10 @@ from forge.commands._common import (
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED, evaluate
 from forge.executors import check_executor
+from forge.failures import FailureTally
 from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
+from forge.report.failures import failure_lines, failure_warning
 from forge.results import AttemptResult, EvalResult, save_result
 
 __all__ = ["eval_command", "register"]
@@ -85,10 +88,16 @@ def eval_command(
         except OSError as exc:
             raise OptionError(f"cannot write {save}: {exc.strerror or exc}",
                               option="--save") from None
+    failures = FailureTally.of(result.attempts, result.config_fingerprint)
     if as_json:
-        print_json(result.summary())
+        print_json(result.summary())  # the frozen contract: the reasons are not in it
+        warning = failure_warning(failures)
+        if warning is not None:  # stdout holds the summary alone; this goes to stderr
+            err.print(Text("forge: ").append_text(warning), highlight=False, soft_wrap=True)
         return
     out.print(summary_table(result))
+    for line in failure_lines(failures):
+        out.print(line, highlight=False, soft_wrap=True)
     if per_task:
         out.print(task_table(result))
     if save is not None:

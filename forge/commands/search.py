@@ -20,7 +20,7 @@ from forge.commands._common import (
     out,
     print_json,
 )
-from forge.errors import ExecutorLost, OptionError
+from forge.errors import ExecutorLost, OptionError, StartFailed
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
 from forge.interrupt import RunInterrupted, received
@@ -28,6 +28,7 @@ from forge.journal import new_run_id
 from forge.proposers import PROPOSERS
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
+from forge.search_outcome import SearchOutcome
 
 __all__ = ["register", "search_command"]
 
@@ -93,6 +94,8 @@ def search_command(
         # The journaled executor, unless the command line names one.
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
+        if progress is not None:
+            progress.resume = _command("search --resume", resume, journals)
         with _resumable(resume, journals):
             outcome = resume_search(resume, journals=journals, on_record=view.on_record,
                                     executor=chosen, progress=progress)
@@ -110,6 +113,8 @@ def search_command(
                 highlight=False, markup=False, soft_wrap=True)
         # Chosen here, so that an interruption can name the run to resume.
         run_id = run_id or new_run_id(bench.name)
+        if progress is not None:
+            progress.resume = _command("search --resume", run_id, journals)
         with _resumable(run_id, journals):
             outcome = launch_search(bench_path, start=start, max_steps=max_steps,
                                     patience=patience, budget_rollouts=budget_rollouts, k=k,
@@ -121,9 +126,37 @@ def search_command(
                                                                      ray_address),
                                     progress=progress)
     if as_json:
+        view.failures(outcome)  # on stderr, with the decisions
         print_json(outcome.as_json())
     else:
-        view.summary(outcome)
+        view.summary(outcome, _next_steps(outcome, journals))
+    failed = outcome.first_failure
+    if failed is not None:
+        # The search journaled its stop; the exit says it could not start.
+        raise StartFailed(outcome.run_id, task_id=failed.task_id, attempt=failed.attempt,
+                          stop=failed.stop, error=failed.error, unscored=failed.unscored)
+
+
+def _next_steps(outcome: SearchOutcome, journals: Path) -> list[tuple[str, str]]:
+    """The commands that take a finished run further, with what each does."""
+    run_id = outcome.run_id
+    steps = [(_command("journal show", run_id, journals),
+              "every step: its move, gates and verdict")]
+    if outcome.stop_reason != "start_failed":
+        steps.insert(0, (_command("report", run_id, journals),
+                         "the run's HTML report"))
+    if outcome.promotions:
+        steps.append((_command("promote", run_id, journals),
+                      "make the final config the default (after review)"))
+    return steps
+
+
+def _command(verb: str, run_id: str, journals: Path) -> str:
+    """``forge VERB RUN``, with ``--journals`` when the run is not under the default."""
+    command = f"forge {verb} {shlex.quote(run_id)}"
+    if journals != DEFAULT_JOURNALS:
+        command += f" --journals {shlex.quote(str(journals))}"
+    return command
 
 
 @contextlib.contextmanager
@@ -145,10 +178,7 @@ def _resumable(run_id: str, journals: Path) -> Iterator[None]:
 def _resume_command(run_id: str, journals: Path) -> str | None:
     if not (journals / run_id / "run.json").is_file():
         return None
-    command = f"forge search --resume {shlex.quote(run_id)}"
-    if journals != DEFAULT_JOURNALS:
-        command += f" --journals {shlex.quote(str(journals))}"
-    return command
+    return _command("search --resume", run_id, journals)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from forge._show import printable
 from forge.compare import ResultDiff
 from forge.records import SplitDelta
 from forge.registry import Registry
@@ -59,8 +60,8 @@ def summary_table(result: EvalResult) -> Table:
         table.add_row("scorer failures", str(scorer_failures))
     lz = sum(1 for t in result.tasks if t.learning_zone)
     table.add_row("learning zone", f"{lz} tasks")
-    for name, value in result.metrics.items():
-        table.add_row(name, _num(value))
+    for name, value in result.metrics.items():  # a harness names its own metrics
+        table.add_row(Text(printable(name)), _num(value))
     table.add_row("config", result.config_fingerprint[:16])
     table.add_row("env", (result.env_fingerprint or "none")[:16])
     return table
@@ -73,9 +74,11 @@ def task_table(result: EvalResult) -> Table:
         table.add_column(col)
     for t in result.tasks:
         error = next((a.error for a in t.attempts if a.error), None) or ""
-        table.add_row(t.task_id, ",".join(t.tags), _pct(t.pass_rate), _num(t.mean_score),
-                      str(t.n_scored), str(t.n_unscored), "●" if t.learning_zone else "",
-                      error[:60])
+        # Harness and task-file text: Text cells (no markup), every control escaped.
+        table.add_row(Text(printable(t.task_id)), Text(printable(",".join(t.tags))),
+                      _pct(t.pass_rate), _num(t.mean_score), str(t.n_scored),
+                      str(t.n_unscored), "●" if t.learning_zone else "",
+                      Text(printable(error)[:60]))
     return table
 
 
@@ -88,8 +91,8 @@ def diff_table(diff: ResultDiff, names: tuple[str, str]) -> Table:
         delta = "—" if t.delta is None else f"{t.delta:+.3f}"
         pdelta = "—" if t.pass_delta is None else f"{100 * t.pass_delta:+.1f} pts"
         style = "red" if (t.delta or 0) < 0 else "green" if (t.delta or 0) > 0 else None
-        table.add_row(t.task_id, str(t.n_pairs), _num(t.score_a), _num(t.score_b), delta,
-                      pdelta, style=style)
+        table.add_row(Text(printable(t.task_id)), str(t.n_pairs), _num(t.score_a),
+                      _num(t.score_b), delta, pdelta, style=style)
     return table
 
 

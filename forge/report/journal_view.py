@@ -3,7 +3,9 @@
 
 Everything read from a journal (reasons, gate texts, setting values) goes into
 :class:`rich.text.Text` cells, never into markup strings: a proposer's reason may
-well contain ``[brackets]`` that rich would otherwise read as styles.
+well contain ``[brackets]`` that rich would otherwise read as styles; and through
+:func:`forge._show.printable` (:func:`_t`), so that no control character, escape
+sequence or bidi override a harness or a model wrote reaches the terminal.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from forge._show import printable
 from forge.journal import RunOptions
 from forge.records import CandidateRecord, ProposalInvalidRecord
 from forge.report.console import STATUS_STYLE, utc_text
@@ -31,6 +34,11 @@ __all__ = ["run_footer", "run_header", "steps_table"]
 
 VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow",
                  "invalid": "magenta"}
+
+
+def _t(text: str, style: str = "") -> Text:
+    """A cell of journal text, every unprintable character escaped."""
+    return Text(printable(text), style=style)
 
 
 def _f(x: float | None, fmt: str = "+.3f") -> str:
@@ -60,23 +68,29 @@ def _options(options: RunOptions) -> str:
 def run_header(run: RunRecords) -> Table:
     """What was searched, from where, how, and how it ended (test result with its CI)."""
     info = run.info
-    table = Table(title=escape(f"run {info.run_id} · {info.bench}"), show_header=False,
-                  title_justify="left")
+    table = Table(title=escape(printable(f"run {info.run_id} · {info.bench}")),
+                  show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("bench", Text(f"{info.bench} ({info.bench_path})"))
+    table.add_row("bench", _t(f"{info.bench} ({info.bench_path})"))
     table.add_row("started", utc_text(info.created_at))
     table.add_row("seed", str(info.seed))
-    table.add_row("start config", Text(f"{_values(info.start_config)} · "
-                                       f"{info.start_fingerprint[:12]}"))
-    table.add_row("options", Text(_options(info.options)))
+    table.add_row("start config", _t(f"{_values(info.start_config)} · "
+                                     f"{info.start_fingerprint[:12]}"))
+    table.add_row("options", _t(_options(info.options)))
     if run.start is not None:
         table.add_row("start scores", f"dev {_f(run.start.dev_mean, '.3f')} · "
                                       f"val {_f(run.start.val_mean, '.3f')}")
     if run.stop is not None:
-        stop = Text(f"{run.stop.reason} after {run.stop.step} steps: {run.stop.text}")
+        stop = _t(f"{run.stop.reason} after {run.stop.step} steps: {run.stop.text}")
+        failure = run.stop.failure
+        if failure is not None:
+            stop.append("\nfirst failure: ", style="bold red")
+            stop.append_text(_t(f"task {failure.task_id} attempt {failure.attempt}: "
+                                f"{failure.stop}" + (f": {failure.error}" if failure.error
+                                                     else "")))
     elif run.stop_reason is not None:
-        stop = Text(run.stop_reason)
+        stop = _t(run.stop_reason)
     else:
         stop = Text(f"{UNFINISHED}: no stop record yet", style=STATUS_STYLE[UNFINISHED])
     table.add_row("stop", stop)
@@ -100,7 +114,7 @@ def _test_row(run: RunRecords) -> Text:
         style = {"within": "green", "unclear": "yellow"}.get(status, "bold red")
         word = "BEYOND" if status == "beyond" else status
         text.append(f"\n{word} tolerance vs start: ", style=style)
-        text.append(gate.reason)
+        text.append(printable(gate.reason))
     return text
 
 
@@ -135,8 +149,8 @@ def _aux_cell(record: CandidateRecord) -> Text:
 
 def _move_cell(record: CandidateRecord) -> Text:
     move = record.move
-    cell = Text(f"{move.target} {move.before!r} → {move.after!r}", style="bold")
-    cell.append(f"\n{record.proposer}: {record.reason}")
+    cell = _t(f"{move.target} {move.before!r} → {move.after!r}", style="bold")
+    cell.append("\n" + printable(f"{record.proposer}: {record.reason}"))
     return cell
 
 
@@ -145,12 +159,12 @@ def _verdict_cell(record: CandidateRecord) -> Text:
     cell = Text(record.verdict, style=VERDICT_STYLE[record.verdict])
     for gate in failing_gates(record):
         cell.append("\n")
-        cell.append(gate.name, style="bold red")
-        cell.append(f": {gate.reason}")
+        cell.append(printable(gate.name), style="bold red")
+        cell.append(f": {printable(gate.reason)}")
     if record.deferred:
-        cell.append(f"\ndeferred: {record.deferred}", style="dim")
+        cell.append(f"\ndeferred: {printable(record.deferred)}", style="dim")
     if record.why:
-        cell.append(f"\n{record.why}", style="dim")
+        cell.append(f"\n{printable(record.why)}", style="dim")
     if record.verdict == "promoted":
         cell.append(f"\nall {len(record.gates)} gates passed", style="green")
     return cell
@@ -159,11 +173,11 @@ def _verdict_cell(record: CandidateRecord) -> Text:
 def _invalid_row(record: ProposalInvalidRecord) -> list[str | Text]:
     """A proposal the proposer refused (an LLM's unusable reply): its reply and why."""
     move = Text("no move", style="dim")
-    move.append(f"\n{record.proposer} replied: "
-                + (repr(record.reply) if record.reply else "—"))
+    move.append("\n" + printable(f"{record.proposer} replied: "
+                                  + (repr(record.reply) if record.reply else "—")))
     verdict = Text("invalid", style=VERDICT_STYLE["invalid"])
-    verdict.append(f"\n{record.category}: ", style="bold")
-    verdict.append(record.reason)
+    verdict.append(f"\n{printable(record.category)}: ", style="bold")
+    verdict.append(printable(record.reason))
     return [str(record.step), move, Text("—"), Text("—"), Text("—"), verdict]
 
 

@@ -4,6 +4,7 @@ on a terminal, below them, what the search is doing now (:func:`live_progress`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
@@ -13,15 +14,18 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from forge._show import printable
 from forge.progress import SearchProgress
 from forge.records import (
     AnyRecord,
     CandidateRecord,
+    EndRecord,
     ProposalInvalidRecord,
     StartRecord,
     StopRecord,
     TestRecord,
 )
+from forge.report.failures import failure_lines, failure_status
 
 if TYPE_CHECKING:
     from forge.search_outcome import SearchOutcome
@@ -38,30 +42,42 @@ def _f(x: Any, fmt: str = "+.3f") -> str:
     return "—" if x is None else format(x, fmt)
 
 
+def _safe(text: str) -> str:
+    """Journal or harness text inside a markup line: escaped for the terminal
+    (:func:`forge._show.printable`), then for rich's markup."""
+    return escape(printable(text))
+
+
 class SearchView:
     """Renders journal records on a console as the search writes them."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        #: Config fingerprint -> what it is (the start config, a candidate's move), for
+        #: charging failures to the config that had them.
+        self.names: dict[str, str] = {}
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str | Text) -> None:
         # One decision per line, never folded: people grep these.
         self.console.print(text, highlight=False, soft_wrap=True)
 
     def on_record(self, record: AnyRecord) -> None:
         if isinstance(record, StartRecord):
+            self.names.setdefault(record.fingerprint, "start config")
             tasks = f" ({record.dev_tasks} tasks)" if record.dev_tasks is not None else ""
             self._line(f"[bold]start[/] dev {_f(record.dev_mean, '.3f')}{tasks} · "
                        f"val {_f(record.val_mean, '.3f')} · config {record.fingerprint[:12]}")
         elif isinstance(record, CandidateRecord):
             self._candidate(record)
         elif isinstance(record, ProposalInvalidRecord):
-            self._line(f"step {record.step:>2} " + escape(
+            self._line(f"step {record.step:>2} " + _safe(
                 f"[{record.proposer}] no move: {record.category}: {record.reason}")
                 + "  [magenta]INVALID[/]")
         elif isinstance(record, StopRecord):
-            self._line(f"[bold]stopped[/] after {record.step} steps: {record.text} · "
-                       f"{record.rollouts_total} rollouts before the test split")
+            where = ("" if record.reason == "start_failed"
+                     else " before the test split")
+            self._line(f"[bold]stopped[/] after {record.step} steps: {escape(record.text)} · "
+                       f"{record.rollouts_total} rollouts{where}")
         elif isinstance(record, TestRecord):
             self._line(f"[bold]test[/] {_f(record.start, '.3f')} -> {_f(record.final, '.3f')}, "
                        f"Δ {_f(record.delta)} (95% CI {_f(record.ci_low)} .. "
@@ -71,7 +87,7 @@ class SearchView:
                 status = gate.details.get("status")
                 mark = _TOLERANCE_MARK.get(str(status), "[green]within[/]" if gate.passed
                                            else "[red]BEYOND[/]")
-                self._line(f"  start -> final on test, {mark}: " + escape(gate.reason))
+                self._line(f"  start -> final on test, {mark}: " + _safe(gate.reason))
 
     def _candidate(self, r: CandidateRecord) -> None:
         move = r.move
@@ -79,7 +95,9 @@ class SearchView:
         kind = f" ({r.move_kind})" if r.move_kind == "jump" else ""
         if r.precision_round:
             kind += f" (precision round {r.precision_round})"
-        what = escape(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}{kind}")
+        if r.candidate is not None:
+            self.names.setdefault(r.candidate, f"{move.target} {move.before!r} -> {move.after!r}")
+        what = _safe(f"[{r.proposer}] {move.target}: {move.before!r} -> {move.after!r}{kind}")
         head = f"step {r.step:>2} {what}  [{style}]{r.verdict.upper()}[/]"
         if r.rollouts is not None:  # a move that ran nothing says nothing of it
             if r.looks:
@@ -94,31 +112,58 @@ class SearchView:
         self._line(head)
         for gate in r.gates:
             mark = "[green]✓[/]" if gate.passed else "[red]✗[/]"
-            self._line(f"        {mark} {escape(gate.name)}: {escape(gate.reason)}")
+            self._line(f"        {mark} {_safe(gate.name)}: {_safe(gate.reason)}")
         if r.deferred:
-            self._line(f"        · deferred: {escape(r.deferred)}")
+            self._line(f"        · deferred: {_safe(r.deferred)}")
         if r.why:
-            self._line(f"        · {escape(r.why)}")
+            self._line(f"        · {_safe(r.why)}")
 
-    def summary(self, outcome: SearchOutcome) -> None:
+    def summary(self, outcome: SearchOutcome,
+                next_steps: Sequence[tuple[str, str]] = ()) -> None:
+        """The end of a search: start against final on each split compared, the
+        promotions and the final config (none of it when the start failed: nothing was
+        compared), why attempts failed if any did, and ``next_steps``: (command, what it
+        does) for the run."""
         end = outcome.end
-        table = Table(title=f"search {end.run_id} · {end.stop_reason} · {end.steps} steps · "
-                            f"{end.rollouts_used} rollouts", title_justify="left")
-        for col in ("split", "start", "final", "Δ", "95% CI"):
-            table.add_column(col)
-        for split, block in (("dev", end.dev), ("val", end.val), ("test", end.test)):
-            if not block.compared:
-                continue
+        if end.stop_reason != "start_failed":
+            self.console.print(_result_table(end))
+            if end.promotions:
+                chain = ", ".join(f"{p.target} {p.before!r}->{p.after!r}"
+                                  for p in end.promotions)
+                self._line(f"promoted: {_safe(chain)}")
+            else:
+                self._line("promoted: nothing (the start config stands)")
+            changed = {k: v for k, v in end.final_config.items()
+                       if end.start_config.get(k) != v}
+            self._line(f"final config: {_safe(str(changed or 'unchanged'))}")
+        self.failures(outcome)
+        if next_steps:
+            self._line(Text(f"run {end.run_id}; next:", style="bold"))
+            width = max(len(command) for command, _ in next_steps)
+            for command, what in next_steps:
+                self._line(Text(f"  {printable(command):<{width}}  # {what}"))
+
+    def failures(self, outcome: SearchOutcome) -> None:
+        """Why attempts failed, each reason charged to the configs that had it (nothing
+        when every attempt was scored)."""
+        # A start that failed has scores on nothing: the stop says so, not a warning.
+        for line in failure_lines(outcome.failures, configs=self.names,
+                                  warn=outcome.stop_reason != "start_failed"):
+            self._line(line)
+
+
+def _result_table(end: EndRecord) -> Table:
+    """Start against final on each split compared."""
+    title = Text(f"search {end.run_id} · {end.stop_reason} · {end.steps} steps · "
+                 f"{end.rollouts_used} rollouts")
+    table = Table(title=title, title_justify="left")
+    for col in ("split", "start", "final", "Δ", "95% CI"):
+        table.add_column(col)
+    for split, block in (("dev", end.dev), ("val", end.val), ("test", end.test)):
+        if block.compared:
             table.add_row(split, _f(block.start, ".3f"), _f(block.final, ".3f"),
                           _f(block.delta), f"{_f(block.ci_low)} .. {_f(block.ci_high)}")
-        self.console.print(table)
-        if end.promotions:
-            chain = ", ".join(f"{p.target} {p.before!r}->{p.after!r}" for p in end.promotions)
-            self._line(f"promoted: {chain}")
-        else:
-            self._line("promoted: nothing (the start config stands)")
-        changed = {k: v for k, v in end.final_config.items() if end.start_config.get(k) != v}
-        self._line(f"final config: {changed or 'unchanged'}")
+    return table
 
 
 # -- what the search is doing now ----------------------------------------------------------
@@ -131,6 +176,18 @@ def clock(seconds: float | None) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
+#: How the panel names a move that is not among its step's proposals.
+_EXTRA = {"expansion": "an expansion", "deferred move": "a deferred move",
+          "further move": "a further move"}
+
+
+def _which(p: SearchProgress) -> str:
+    """``move M of N`` (M never past N), or what a move beyond the step's proposals is."""
+    if p.index:
+        return f"move {p.index} of {p.of}"
+    return _EXTRA.get(p.extra or "", "a move")
+
+
 def _phase(p: SearchProgress) -> str:
     move = "" if p.move is None else f": {p.move}"
     if p.phase == "starting":
@@ -138,24 +195,32 @@ def _phase(p: SearchProgress) -> str:
     if p.phase == "start":
         return "start evaluation: the start config's first dev chunk"
     if p.phase == "screening":
-        return f"step {p.step} · screening move {p.index} of {p.of}{move}"
+        return f"step {p.step} · screening {_which(p)}{move}"
     if p.phase == "confirming":
         looks = (f"val look {p.val_looks} (dev {p.dev_looks})" if p.on_val
                  else f"dev look {p.dev_looks}")
-        return f"step {p.step} · confirming move {p.index} of {p.of}{move} · {looks}"
+        return f"step {p.step} · confirming {_which(p)}{move} · {looks}"
     if p.phase == "test":
         return f"test split: start and final config, once, {p.test_rollouts:,} rollouts"
+    if p.ending == "interrupted":
+        return "interrupted" + (f"; resume with: {p.resume}" if p.resume else "")
+    if p.ending == "failed":
+        return "stopped by an error (below)"
+    if p.stop_reason == "start_failed":
+        return "stopped: every attempt of the start config's first evaluation failed"
     return "finished"
 
 
 def render_progress(p: SearchProgress) -> RenderableType:
     """What the search does now, four lines: phase; rollouts of the budget; the
-    incumbent's dev score with its 95% interval; elapsed and ETA. The ETA is the
+    incumbent's dev score with its 95% interval; elapsed and ETA; and, once an attempt
+    has failed, a fifth before the last: the share unscored and the most frequent
+    reason, red above :data:`forge.failures.FAILURE_WARN_RATE`. The ETA is the
     rollouts left (the budget's rest plus the test split's) over the pace so far
     (attempts run per second since the start): an upper bound when the search stops
     sooner on patience, max_steps or no move left."""
     spent = p.spent
-    lines: list[RenderableType] = [Text(_phase(p), style="bold")]
+    lines: list[RenderableType] = [Text(printable(_phase(p)), style="bold")]
     budget = p.budget_rollouts
     if budget is not None:
         bar = Table.grid(padding=(0, 1))
@@ -172,9 +237,12 @@ def render_progress(p: SearchProgress) -> RenderableType:
                  else "")
         lines.append(Text(f"incumbent dev {inc.mean:.3f}{shown} (95% CI, {inc.n} tasks) · "
                           f"{p.promotions} promoted"))
+    failing = failure_status(p.failures)
+    if failing is not None:
+        lines.append(failing)
     rate = p.rate
     if p.phase == "done":
-        eta = "done"
+        eta = {"interrupted": "interrupted", "failed": "stopped"}.get(p.ending or "", "done")
     elif p.eta_s is None:
         eta = "ETA — (no rollout budget)" if budget is None else "ETA — (no pace yet)"
     else:

@@ -162,3 +162,65 @@ def test_save_where_nothing_can_be_written(capsys: pytest.CaptureFixture[str],
     target = blocker / "sub" / "r.json"  # its "folder" is a file
     assert_user_error(*forge(capsys, "eval", BENCH, "-k", "1", "--json", "--save", target),
                       "--save", str(target))
+
+
+# -- attempts that fail ------------------------------------------------------------------
+
+#: Of each task's three attempts, the first raises naming its task, the second raises
+#: with escape sequences, a NUL and a bidi override in its message, the third passes
+#: with a metric whose name holds an escape sequence.
+FAILING = '''
+import time
+
+
+def run(config, task, ctx):
+    if ctx.attempt % 3 == 0:
+        raise KeyError(f"no cached answer for {task.id} (shard 0x{ctx.seed % 4096:x})")
+    if ctx.attempt == 1:
+        raise ValueError("model said: \\x1b[31mI refuse\\x1b[0m\\x00 \\u202edetalpmet")
+    return {"output": task.expected, "metrics": {"\\x1b[2Jhits": 1.0}}
+'''
+
+
+def test_eval_shows_each_failure_reason_with_its_count_and_an_example(
+        capsys: pytest.CaptureFixture[str], make_bench: MakeBench) -> None:
+    bench = make_bench(FAILING, rollouts={"k": 3})
+    code, out, err = forge(capsys, "eval", bench, "--per-task")
+    assert code == 0, err
+    lines = out.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("failures: ")))
+    assert lines[head] == ("failures: 6 of 9 attempts unscored (66.7%), by reason (most "
+                           "frequent first):")
+    assert lines[head + 1].strip() == ("3 × error: KeyError: 'no cached answer for <task> "
+                                       "(shard <hex>)'")
+    assert lines[head + 2].strip().startswith("e.g. task dev-0 attempt 0: KeyError: "
+                                              "'no cached answer for dev-0 (shard 0x")
+    assert lines[head + 3].strip() == (
+        "3 × error: ValueError: model said: \\x1b[#mI refuse\\x1b[#m\\x00 \\u202edetalpmet")
+    assert lines[head + 4].strip() == ("e.g. task dev-0 attempt 1: ValueError: model said: "
+                                       "\\x1b[31mI refuse\\x1b[0m\\x00 \\u202edetalpmet")
+    assert lines[head + 5].startswith("warning: 66.7% of attempts failed, more than the 5%")
+    # Nothing a harness wrote acts on the terminal: the summary's metric names, the
+    # examples, the per-task table's first errors.
+    for raw in ("\x1b", "\x00", "\u202e"):
+        assert raw not in out
+    assert "\\x1b[2Jhits" in out
+
+
+def test_eval_json_keeps_its_summary_and_warns_on_stderr(
+        capsys: pytest.CaptureFixture[str], make_bench: MakeBench) -> None:
+    bench = make_bench(FAILING, rollouts={"k": 3})
+    code, out, err = forge(capsys, "eval", bench, "--json")
+    assert code == 0
+    summary = json.loads(out)  # stdout is the summary, its frozen keys and no others
+    assert tuple(summary) == SUMMARY_KEYS
+    assert (summary["n_attempts"], summary["n_unscored"]) == (9, 6)
+    assert err.splitlines() == [
+        "forge: warning: 66.7% of attempts failed, more than the 5% forge accepts quietly: "
+        "the scores rest on the attempts that finished; fix the reasons above before "
+        "trusting them"]
+
+
+def test_eval_without_failures_says_nothing_of_them(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = forge(capsys, "eval", BENCH, "-k", "1")
+    assert code == 0 and "failures:" not in out and "warning" not in out + err

@@ -12,9 +12,11 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -25,11 +27,15 @@ from rich.console import Console
 
 from forge.attempt_cache import Rollouts
 from forge.cli import main
+from forge.failures import FailureTally
+from forge.launch import launch_search
 from forge.moves import Move
 from forge.progress import SearchProgress
+from forge.records import ProposalInvalidRecord
 from forge.registry import Registry, load_registry
-from forge.report.live import clock, live_progress, render_progress
+from forge.report.live import SearchView, clock, live_progress, render_progress
 from forge.results import AttemptResult
+from forge.scorers import Score
 from forge.stats import Interval
 
 # A dev-only gain (knob 3: val refuses it), a real one (boost) and a costly one (knob 1):
@@ -55,7 +61,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def fake_rollouts(used: int, executed: int) -> Rollouts:
     """What SearchProgress reads of the attempt cache: its counts and its session."""
     return cast(Rollouts, SimpleNamespace(used=used, executed=executed,
-                                          session=SimpleNamespace()))
+                                          session=SimpleNamespace(), failures=FailureTally()))
 
 
 def progress_at(used: int, *, executed: int, running: int, elapsed: float,
@@ -78,9 +84,13 @@ def test_the_panel_shows_phase_rollouts_of_the_budget_incumbent_elapsed_and_eta(
     # 3,800 counted + 200 of the batch now running; 2,000 run in 10 s: 200 a second;
     # left: 6,000 of the budget + 1,000 for the test split = 7,000, so 35 s.
     p = progress_at(3_800, executed=1_800, running=200, elapsed=10.0)
-    p.begin_step(3, 4, None)
-    p.screening(Move(target="temperature", before=0.7, after=0.6))
-    p.screening(Move(target="retrieval", before="bm25", after="hybrid"))
+    moves = [Move(target="temperature", before=0.7, after=0.6),
+             Move(target="retrieval", before="bm25", after="hybrid"),
+             Move(target="width", before=4, after=8), Move(target="verify", before=False,
+                                                           after=True)]
+    p.begin_step(3, moves, None)
+    p.screening(moves[0])
+    p.screening(moves[1])
     p.incumbent = Interval(0.689, 0.609, 0.769, 110, 0.95)
     p.promotions = 2
     assert p.spent == 4_000 and p.rate == pytest.approx(200.0, rel=0.01)
@@ -100,7 +110,8 @@ def test_confirming_counts_its_dev_then_val_looks_and_test_counts_down_the_test_
     cand = registry.validate_config({"boost": True, "knob": 2})
     other = registry.validate_config({"boost": False, "knob": 2})
     p = progress_at(500, executed=500, running=0, elapsed=5.0)
-    p.begin_step(1, 2, None)
+    p.begin_step(1, [Move(target="knob", before=2, after=3),
+                     Move(target="boost", before=False, after=True)], None)
     p.screening(Move(target="knob", before=2, after=3))
     p.screening(Move(target="boost", before=False, after=True))
     p.confirming(Move(target="boost", before=False, after=True), cand)
@@ -148,18 +159,26 @@ def bench(tmp_path: Path) -> Path:
                               metrics=METRICS, search={"budget": {"rollouts": 20_000}})
 
 
-def under_a_terminal(*args: str, timeout: float = 120.0) -> tuple[int, str]:
-    """``forge ARGS`` with stdout, stderr and stdin on a pseudo-terminal; what it drew."""
+def under_a_terminal(*args: str, timeout: float = 120.0,
+                     interrupt_when: Callable[[], bool] | None = None) -> tuple[int, str]:
+    """``forge ARGS`` with stdout, stderr and stdin on a pseudo-terminal; what it drew.
+    Once ``interrupt_when()`` is true, SIGINT goes to its process group, as a
+    terminal's Ctrl-C does (its own session: the signal reaches forge alone)."""
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "LINES": "40", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen([sys.executable, "-m", "forge", *args], stdin=follower,
-                            stdout=follower, stderr=follower, env=env, close_fds=True)
+                            stdout=follower, stderr=follower, env=env, close_fds=True,
+                            start_new_session=True)
     os.close(follower)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
+        if interrupt_when is not None and interrupt_when():
+            time.sleep(0.3)  # a frame or two of the panel drawn while it waits
+            os.killpg(proc.pid, signal.SIGINT)
+            interrupt_when = None
+        ready, _, _ = select.select([leader], [], [], 0.2)
         if not ready:
             if proc.poll() is not None:
                 break
@@ -211,3 +230,117 @@ def test_forge_search_off_a_terminal_prints_the_decisions_only(
     out = capsys.readouterr().out
     assert "PROMOTED" in out
     assert "screening move" not in out and "ETA" not in out and "\x1b[" not in out
+
+
+# -- the counter, an interrupted search, failures, harness text --------------------------------
+
+#: ``width`` up is a gain: a step moves it, its expansion (the farthest value the same way)
+#: is screened and confirmed before it; ``boost`` does nothing.
+WIDE = """
+def run(config, task, ctx):
+    ok = random.Random(ctx.seed).random() < 0.3 + 0.04 * config["width"]
+    return {"output": task.expected if ok else "wrong"}
+"""
+WIDE_REGISTRY = ("name: w\nsettings:\n"
+                 "  width: {type: int, min: 1, max: 16, step: 1, default: 2}\n"
+                 "  boost: {type: bool, default: false}\n")
+
+
+def test_the_move_counter_never_passes_its_total(tmp_path: Path) -> None:
+    bench = write_search_bench(tmp_path / "bench", WIDE, registry=WIDE_REGISTRY,
+                               tasks=search_tasks(40, 30, 10),
+                               search={"budget": {"rollouts": 6000}})
+    p = SearchProgress()
+    seen: list[tuple[str, int, int, str]] = []
+
+    def look() -> None:
+        if p.phase in ("screening", "confirming"):
+            seen.append((p.phase, p.index, p.of, rendered(p).splitlines()[0]))
+
+    p.on_change = look
+    launch_search(bench, journals=tmp_path / "j", run_id="x", progress=p, proposer="sweep")
+    assert seen
+    assert all(index <= of for _, index, of, _ in seen), seen
+    # The expansion of width 2 -> 7 was screened and confirmed: named as what it is.
+    assert ("screening", 0, 2, "step 1 · screening an expansion: width 2 -> 16") in seen
+    assert any(line.startswith("step 1 · confirming an expansion: width 2 -> 16 · dev look")
+               for phase, _, _, line in seen if phase == "confirming")
+
+
+def test_an_interrupted_search_says_so_and_how_to_resume_it() -> None:
+    p = progress_at(500, executed=500, running=0, elapsed=5.0)
+    p.resume = "forge search --resume r --journals j"
+    p.end("interrupted")
+    text = rendered(p)
+    assert text.splitlines()[0] == "interrupted; resume with: forge search --resume r --journals j"
+    assert text.splitlines()[-1] == "elapsed 0:00:05 · interrupted"
+    assert "finished" not in text and "done" not in text
+    p.end("failed")
+    assert "finished" not in rendered(p) and "done" not in rendered(p)
+    p.end()
+    assert rendered(p).splitlines()[0] == "finished"
+
+
+#: The start config runs; while ``hold`` exists, an attempt of any other config hangs.
+HOLD = """
+import asyncio
+
+HERE = _Path(__file__).parent
+
+
+async def run(config, task, ctx):
+    if config["boost"] and (HERE / "hold").exists():
+        (HERE / "held").touch()
+        await asyncio.sleep(600)
+    ok = random.Random(ctx.seed).random() < 0.5
+    return {"output": task.expected if ok else "wrong"}
+"""
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_on_a_terminal_draws_interrupted_never_finished(tmp_path: Path) -> None:
+    bench = write_search_bench(tmp_path / "bench", HOLD, tasks=search_tasks(8, 4, 4), k=2)
+    (bench.parent / "hold").touch()
+    journals = tmp_path / "j"
+    code, drawn = under_a_terminal("search", str(bench), "--journals", str(journals),
+                                   "--run-id", "r", "--proposer", "sweep", "--candidates", "2",
+                                   interrupt_when=(bench.parent / "held").exists)
+    assert code == 130, drawn[-3000:]
+    text = ANSI.sub("", drawn)
+    resume = f"forge search --resume r --journals {journals}"
+    # The panel's last frame (the long path may wrap it: compared without the breaks).
+    assert "".join(f"interrupted; resume with: {resume}".split()) in "".join(text.split())
+    assert re.search(r"elapsed \d:\d\d:\d\d · interrupted", text)
+    assert f"forge: interrupted by SIGINT; resume with: {resume}" in text
+    assert "finished" not in text and not re.search(r"\bdone\b", text)
+
+
+def test_the_panel_shows_the_share_of_failed_attempts_red_above_the_threshold() -> None:
+    p = progress_at(40, executed=40, running=0, elapsed=2.0)
+    tally = p.failures
+    assert tally is not None
+    bad = AttemptResult(task_id="dev-01", attempt=0, seed=1, stop_reason="error",
+                        error="OSError: \x1b[31mdisk\x1b[0m full on dev-01", duration_s=0.1)
+    ok = AttemptResult(task_id="dev-02", attempt=0, seed=2, stop_reason="completed",
+                       duration_s=0.1, score=Score(value=1.0, passed=True))
+    for _ in range(39):
+        tally.add(ok)
+    tally.add(bad)
+    line = rendered(p, width=200).splitlines()[-2]
+    assert line == ("failures 1 of 40 attempts unscored (2.5%) · most: error: OSError: "
+                    "\\x1b[#mdisk\\x1b[#m full on <task> (1)")
+    for _ in range(3):
+        tally.add(bad)
+    assert rendered(p, width=200).splitlines()[-2].startswith(
+        "failures 4 of 43 attempts unscored (9.3%), above 5% · most: error: OSError:")
+
+
+def test_the_decision_lines_escape_what_a_harness_or_a_model_wrote() -> None:
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
+    view = SearchView(console)
+    view.on_record(ProposalInvalidRecord(
+        proposer="llm", category="bad_shape", reason="reply \x1b]0;owned\x07 [bold]x[/]",
+        step=1, incumbent="f" * 64))
+    text = console.export_text()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "reply \\x1b]0;owned\\x07 [bold]x[/]" in text  # markup shown, not applied

@@ -1,0 +1,106 @@
+"""The failure report of ``forge eval`` and ``forge search``: why attempts went unscored.
+
+A few lines under the result: how many attempts were unscored and what share, then the
+most frequent reasons (how the attempts stopped and the normalised message,
+:func:`forge.failures.reason_key`), each with its count, one example (its task,
+attempt, config and message) and, in a search, the configs it was charged to. Above
+:data:`~forge.failures.FAILURE_WARN_RATE` a warning says the scores rest on the attempts
+that finished. Every text a harness wrote goes through :func:`forge._show.printable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.text import Text
+
+from forge._show import printable
+from forge.failures import FAILURE_WARN_RATE, TOP_REASONS, FailureReason, FailureTally
+from forge.secrets import clip
+
+__all__ = ["failure_lines", "failure_status", "failure_warning"]
+
+#: How much of an example message is shown (the whole one is in the attempt store, or
+#: in the result ``forge eval --save`` writes).
+_EXAMPLE_CHARS = 240
+#: How much of a reason's key the live view's one line shows.
+_STATUS_KEY_CHARS = 60
+#: Configs named per reason, the most charged first.
+_CONFIGS_SHOWN = 3
+
+
+def _share(tally: FailureTally) -> str:
+    return f"{tally.unscored:,} of {tally.attempts:,} attempts unscored ({tally.rate or 0:.1%})"
+
+
+def failure_lines(tally: FailureTally, *, configs: Mapping[str, str] | None = None,
+                  top: int = TOP_REASONS, warn: bool = True) -> list[Text]:
+    """The report, one :class:`Text` a line; none when every attempt was scored.
+    ``configs`` names config fingerprints (a search's start config and candidates):
+    given, each reason says which configs it was charged to. ``warn``: end with
+    :func:`failure_warning` where it applies."""
+    if not tally.unscored:
+        return []
+    lines = [Text(f"failures: {_share(tally)}, by reason (most frequent first):",
+                  style="bold red" if tally.alarming else "bold")]
+    for reason in tally.reasons(top):
+        lines.extend(_reason_lines(reason, configs))
+    more = tally.n_reasons() - top
+    if more > 0:
+        lines.append(Text(f"  … and {more} more reason{'s' if more > 1 else ''}",
+                          style="dim"))
+    warning = failure_warning(tally) if warn else None
+    if warning is not None:
+        lines.append(warning)
+    return lines
+
+
+def _reason_lines(reason: FailureReason, configs: Mapping[str, str] | None) -> list[Text]:
+    head = Text(f"  {reason.count:>6,} × ")
+    head.append(printable(reason.label), style="bold")
+    where = f"task {reason.task_id} attempt {reason.attempt}"
+    if configs is not None:
+        where += f", {_config_name(reason.config, configs)}"
+    example = Text(f"           e.g. {printable(where)}: ", style="dim")
+    example.append(printable(clip(reason.message, _EXAMPLE_CHARS)) or "(no message)")
+    lines = [head, example]
+    if configs is not None and len(reason.configs) > 1:
+        charged = ", ".join(f"{_config_name(fp, configs)} {n:,}"
+                            for fp, n in reason.configs.most_common(_CONFIGS_SHOWN))
+        rest = len(reason.configs) - _CONFIGS_SHOWN
+        tail = f", {rest} more" if rest > 0 else ""
+        lines.append(Text(f"           in {len(reason.configs)} configs: "
+                          f"{printable(charged)}{tail}", style="dim"))
+    return lines
+
+
+def _config_name(fingerprint: str, configs: Mapping[str, str]) -> str:
+    return configs.get(fingerprint) or f"config {fingerprint[:12]}"
+
+
+def failure_warning(tally: FailureTally) -> Text | None:
+    """One loud line when more than :data:`FAILURE_WARN_RATE` of the attempts were
+    unscored; None otherwise."""
+    if not tally.alarming:
+        return None
+    return Text(f"warning: {tally.rate or 0:.1%} of attempts failed, more than the "
+                f"{FAILURE_WARN_RATE:.0%} forge accepts quietly: the scores rest on the "
+                "attempts that finished; fix the reasons above before trusting them",
+                style="bold red")
+
+
+def failure_status(tally: FailureTally | None) -> Text | None:
+    """The live view's line: the share unscored and the most frequent reason, red above
+    :data:`FAILURE_WARN_RATE`; None while every attempt has been scored."""
+    if tally is None or not tally.unscored:
+        return None
+    text = f"failures {_share(tally)}"
+    top = tally.reasons(1)
+    if tally.alarming:
+        text += f", above {FAILURE_WARN_RATE:.0%}"
+    if top:
+        label = printable(top[0].label)
+        if len(label) > _STATUS_KEY_CHARS:
+            label = label[:_STATUS_KEY_CHARS - 1] + "…"
+        text += f" · most: {label} ({top[0].count:,})"
+    return Text(text, style="bold red" if tally.alarming else "yellow")
