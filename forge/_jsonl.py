@@ -8,7 +8,9 @@ back after it was killed. They share one rule:
   skipped by readers, with a warning, and cut by the next writer before its first
   append, so that what it appends starts on a fresh line;
 - any other line that is not JSON is **damage**: the reader raises the caller's error
-  naming the file and the line, since going on would silently drop records.
+  naming the file and the line, since going on would silently drop records. So is a
+  whole line holding a key twice (:class:`forge._parse.DuplicateJsonKey`), wherever it
+  is: ``json.loads`` would keep the second silently, and no forge wrote it.
 
 Each append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``,
 then ``fsync`` (unless turned off): the lines are on disk when :meth:`JsonlAppender.append`
@@ -26,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from forge._files import field_path
+from forge._parse import DuplicateJsonKey, loads_json
 from forge.errors import InputFileError
 
 __all__ = ["JsonlAppender", "cut_torn_tail", "read_jsonl_tolerant"]
@@ -96,7 +100,14 @@ def read_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: str,
             continue
         try:
             # Decoded here: json.loads of bytes would guess UTF-16 from a stray BOM.
-            value = json.loads(raw.decode("utf-8"))
+            value = loads_json(raw.decode("utf-8"), bounded=False)
+        except DuplicateJsonKey as exc:
+            # Only a line cut short is torn; a whole one says the key twice on purpose.
+            if number == len(lines):  # the last line, and no newline after it
+                log.warning("%s:%d: ignoring a torn last line", path, number)
+                break
+            raise error(f"{damaged}: {exc.message}", file=path, line=number,
+                        field=field_path(exc.loc) or None) from None
         # ValueError: also an integer too long to convert; RecursionError: nesting
         # deeper than the parser's stack. Neither is a line forge wrote.
         except (ValueError, RecursionError) as exc:

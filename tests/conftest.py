@@ -91,6 +91,37 @@ def write_bench(root: Path, harness_source: str = ECHO_HARNESS, *,
     return bench
 
 
+def dumps_key_twice(value: Any, at: Sequence[str | int], key: str, again: Any) -> str:
+    """``value`` as one line of JSON in which the object at key path ``at`` also holds
+    ``key`` written a second time, with the value ``again``, after its own keys."""
+    def dump(item: Any, loc: tuple[str | int, ...]) -> str:
+        if isinstance(item, dict):
+            pairs = [f"{json.dumps(k)}: {dump(v, (*loc, k))}" for k, v in item.items()]
+            if list(loc) == list(at):
+                pairs.append(f"{json.dumps(key)}: {json.dumps(again)}")
+            return "{" + ", ".join(pairs) + "}"
+        if isinstance(item, list):
+            return "[" + ", ".join(dump(v, (*loc, i)) for i, v in enumerate(item)) + "]"
+        return json.dumps(item)
+
+    return dump(value, ())
+
+
+def objects_in(value: Any, loc: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...],
+                                                                          dict[str, Any]]]:
+    """Every non-empty JSON object within ``value`` (itself included) with its key path."""
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
+    if isinstance(value, dict):
+        if value:
+            found.append((loc, value))
+        for k, v in value.items():
+            found += objects_in(v, (*loc, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += objects_in(v, (*loc, i))
+    return found
+
+
 def line_of(path: Path, startswith: str) -> int:
     """1-based number of the first line of ``path`` that starts with ``startswith``."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

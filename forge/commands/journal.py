@@ -32,7 +32,7 @@ journal_app = typer.Typer(no_args_is_help=True,
 def _console() -> Console:
     # Made per command, not at import: the width then follows the terminal (or
     # COLUMNS) at the time the command runs.
-    return Console()
+    return Console(emoji=False)  # a run id or path like ``x:100:`` stays as it is
 
 JournalsOption = Annotated[Path, typer.Option(
     "--journals", help="the folder holding the run folders")]
