@@ -7,6 +7,7 @@ that hangs, raises or returns garbage and watch what forge does with it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import textwrap
@@ -120,6 +121,27 @@ def objects_in(value: Any, loc: tuple[str | int, ...] = ()) -> list[tuple[tuple[
         for i, v in enumerate(value):
             found += objects_in(v, (*loc, i))
     return found
+
+
+def readable_bytes(path: Path) -> bytes:
+    """What a person reading ``path`` sees: a gzip file decompressed (so a search for a
+    secret in it looks at the text, not at deflated bytes that never show it)."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def stored_text(folder: Path) -> str:
+    """A run folder's attempt store as text, either format (see :func:`stored_rows`)."""
+    compressed = folder / "attempts.jsonl.gz"
+    return readable_bytes(compressed if compressed.exists()
+                          else folder / "attempts.jsonl").decode("utf-8")
+
+
+def stored_rows(folder: Path) -> list[dict[str, Any]]:
+    """The attempts of a run folder's attempt store as its lines say them (either format,
+    read the way ``zcat`` reads the compressed one: every member, the header left out)."""
+    rows = [json.loads(line) for line in stored_text(folder).splitlines()]
+    return [r for r in rows if r.get("kind") != "attempt_store"]
 
 
 def line_of(path: Path, startswith: str) -> int:
