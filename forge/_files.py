@@ -35,6 +35,7 @@ from forge.errors import InputFileError
 __all__ = [
     "ValidationProblem",
     "YamlDocument",
+    "atomic_write_bytes",
     "atomic_write_text",
     "field_path",
     "load_versioned_json",
@@ -358,7 +359,14 @@ def _key_path(loc: Sequence[str | int], data: Any) -> list[str | int]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write all of ``text`` or nothing: a temp file in the same folder, fsync, rename.
+    """Write all of ``text`` (UTF-8) or nothing: see :func:`atomic_write_bytes`."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a str to write, got {type(text).__name__}")
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write all of ``data`` or nothing: a temp file in the same folder, fsync, rename.
 
     A file that is replaced keeps its permissions; a new one gets the umask's.
     """
@@ -367,10 +375,10 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     tmp = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             with contextlib.suppress(FileNotFoundError):
                 os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-            fh.write(text)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)

@@ -8,7 +8,9 @@ back after it was killed. They share one rule:
   skipped by readers, with a warning, and cut by the next writer before its first
   append, so that what it appends starts on a fresh line;
 - any other line that is not JSON is **damage**: the reader raises the caller's error
-  naming the file and the line, since going on would silently drop records.
+  naming the file and the line, since going on would silently drop records. So is a
+  whole line holding a key twice (:class:`forge._parse.DuplicateJsonKey`), wherever it
+  is: ``json.loads`` would keep the second silently, and no forge wrote it.
 
 Each append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``,
 then ``fsync`` (unless turned off): the lines are on disk when :meth:`JsonlAppender.append`
@@ -26,9 +28,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from forge._files import field_path
+from forge._parse import DuplicateJsonKey, loads_json
 from forge.errors import InputFileError
 
-__all__ = ["JsonlAppender", "cut_torn_tail", "read_jsonl_tolerant"]
+__all__ = ["JsonlAppender", "cut_torn_tail", "parse_lines", "read_jsonl_tolerant"]
 
 log = logging.getLogger(__name__)
 
@@ -86,21 +90,38 @@ def read_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: str,
         raise error(f"cannot read {what}: is a folder, not a JSONL file", file=path) from None
     except OSError as exc:
         raise error(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
+    return parse_lines(data, path, error, damaged=damaged)
+
+
+def parse_lines(data: bytes, path: Path, error: type[InputFileError], *, damaged: str,
+                first: int = 1, torn_tail: bool = True) -> list[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of ``data``, numbered from
+    ``first``; the rules of :func:`read_jsonl_tolerant`. ``torn_tail=False``: ``data``
+    is known whole (a complete gzip member), so its last line is damage like any other.
+    """
     lines = data.split(b"\n")
     # Split on newlines, a terminated file ends with an empty piece: its last line is
     # the one before it.
     last = len(lines) - 1 if lines[-1] == b"" else len(lines)
     out: list[tuple[int, Any]] = []
-    for number, raw in enumerate(lines, start=1):
+    for index, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        number = first + index - 1
         try:
             # Decoded here: json.loads of bytes would guess UTF-16 from a stray BOM.
-            value = json.loads(raw.decode("utf-8"))
+            value = loads_json(raw.decode("utf-8"), bounded=False)
+        except DuplicateJsonKey as exc:
+            # Only a line cut short is torn; a whole one says the key twice on purpose.
+            if torn_tail and index == len(lines):  # the last line, and no newline after it
+                log.warning("%s:%d: ignoring a torn last line", path, number)
+                break
+            raise error(f"{damaged}: {exc.message}", file=path, line=number,
+                        field=field_path(exc.loc) or None) from None
         # ValueError: also an integer too long to convert; RecursionError: nesting
         # deeper than the parser's stack. Neither is a line forge wrote.
         except (ValueError, RecursionError) as exc:
-            if number >= last:
+            if torn_tail and index >= last:
                 log.warning("%s:%d: ignoring a torn last line", path, number)
                 break
             raise error(f"{damaged}: {_problem(exc)}", file=path, line=number) from None
@@ -125,28 +146,29 @@ class JsonlAppender:
     torn tail, and stays open until :meth:`close` (the object may append again after,
     reopening it); so an appender that never writes leaves no file behind.
     ``fsync=False`` keeps the flush to the OS (a killed process loses nothing) but not
-    the sync to the disk (a power cut may).
+    the sync to the disk (a power cut may). ``cut=True`` says the caller has cut the
+    torn tail itself (it read the whole file first), so the first append does not.
     """
 
-    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
+    def __init__(self, path: str | Path, *, fsync: bool = True, cut: bool = False) -> None:
         self.path = Path(path)
         self.fsync = fsync
         self._fd: int | None = None
-        self._cut = False
+        self._cut = cut  # True: the caller has cut the torn tail already
         self._lock = threading.Lock()
 
     def append(self, lines: Sequence[str]) -> None:
         """Append ``lines`` (each without its newline) in one write, then sync."""
         if not lines:
             return
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        data = self._encode(lines)
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 if not self._cut:
                     # A line torn by an earlier kill would glue onto ours and turn a
                     # tolerated torn tail into damage in the middle of the file.
-                    cut_torn_tail(self.path)
+                    self._cut_tail()
                     self._cut = True
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             view = memoryview(data)
@@ -154,6 +176,14 @@ class JsonlAppender:
                 view = view[os.write(self._fd, view):]
             if self.fsync:
                 os.fsync(self._fd)
+
+    def _encode(self, lines: Sequence[str]) -> bytes:
+        """The bytes one append writes (a subclass may compress them)."""
+        return "".join(line + "\n" for line in lines).encode("utf-8")
+
+    def _cut_tail(self) -> None:
+        """Cut what a kill mid-write left at the end, before the first append."""
+        cut_torn_tail(self.path)
 
     def close(self) -> None:
         with self._lock:

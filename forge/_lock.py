@@ -23,7 +23,7 @@ from pathlib import Path
 
 from forge.errors import InputFileError
 
-__all__ = ["exclusive"]
+__all__ = ["exclusive", "held_by"]
 
 # Tries before giving up on a lock file that keeps being replaced under us: each
 # failed try means another process took and released the lock meanwhile.
@@ -50,6 +50,26 @@ def exclusive(lock_file: Path, *, busy: Callable[[str], InputFileError],
         # believe it holds the lock (the module docstring).
         with contextlib.suppress(OSError):
             os.unlink(lock_file)
+        os.close(fd)
+
+
+def held_by(lock_file: Path) -> str | None:
+    """Who holds the lock on ``lock_file`` now (``pid 1234``), or None: without taking
+    it for longer than the look, and without making the file (a look changes nothing)."""
+    try:
+        fd = os.open(lock_file, os.O_RDONLY)
+    except FileNotFoundError:
+        return None  # a holder keeps the file until it lets go
+    except OSError:
+        return "another process (the lock file cannot be read)"
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
         os.close(fd)
 
 

@@ -14,7 +14,9 @@ a float (PyYAML follows YAML 1.1, where ``on``/``off``/``yes``/``no`` are boolea
 the key ``on:`` of a runtime rule became ``True``, and ``1e-3`` is a string).
 
 A key written twice in one mapping is refused (:class:`DuplicateKey`): PyYAML keeps the
-last silently, so a second ``metrics:`` block dropped the first's tolerances.
+last silently, so a second ``metrics:`` block dropped the first's tolerances. JSON the
+same (:class:`DuplicateJsonKey`): ``json.loads`` keeps the last too, so a task line
+``{"id": "a", ..., "id": "b"}`` was read as task ``b``.
 
 Why PyYAML with a hand-made resolver rather than ruamel.yaml (weighed for issue 16):
 ruamel would give YAML 1.2 scalars and duplicate keys natively, but forge needs more
@@ -40,8 +42,8 @@ from yaml.constructor import ConstructorError
 
 from forge.bounds import MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_NODES
 
-__all__ = ["DuplicateKey", "HostileValue", "check_value", "compose_yaml", "loads_json",
-           "parse_yaml"]
+__all__ = ["DuplicateJsonKey", "DuplicateKey", "HostileValue", "check_value", "compose_yaml",
+           "loads_json", "parse_yaml"]
 
 
 class HostileValue(ValueError):
@@ -219,20 +221,98 @@ def _parse_constant(text: str) -> Any:
     raise HostileValue(f"{text} is not JSON; expected a finite number")
 
 
-def loads_json(text: str) -> Any:
+def loads_json(text: str, *, bounded: bool = True) -> Any:
     """``json.loads`` for text forge did not write, checked with :func:`check_value`.
 
-    Raises :class:`json.JSONDecodeError` for malformed JSON and :class:`HostileValue`
-    for ``NaN``/``Infinity``, a number out of range, an integer of more than
-    MAX_INT_DIGITS digits, nesting deeper than MAX_NESTING or a lone surrogate.
+    Raises :class:`json.JSONDecodeError` for malformed JSON, :class:`DuplicateJsonKey`
+    for an object holding one key twice, and :class:`HostileValue` for ``NaN``/``Infinity``,
+    a number out of range, an integer of more than MAX_INT_DIGITS digits, nesting
+    deeper than MAX_NESTING or a lone surrogate.
+
+    ``bounded=False`` keeps only the duplicate-key check, for files forge appends
+    itself (journals, the attempt store): an attempt's output is the harness's and may
+    be nested deeper than an input file may, and forge must read back what it wrote.
     """
+    if not bounded:
+        try:
+            return json.loads(text, object_pairs_hook=_object)
+        except _KeyTwice:
+            raise DuplicateJsonKey(*_first_duplicate(text)) from None
     try:
         value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                           parse_constant=_parse_constant)
+                           parse_constant=_parse_constant, object_pairs_hook=_object)
+    except _KeyTwice:
+        raise DuplicateJsonKey(*_first_duplicate(text)) from None
     except RecursionError:
         raise HostileValue(f"nested deeper than {MAX_NESTING} levels") from None
     check_value(value, surrogates=_may_hold_surrogates(text))
     return value
+
+
+class DuplicateJsonKey(HostileValue):
+    """A JSON object holding one key twice; ``loc`` is the key path of the second."""
+
+    def __init__(self, key: str, loc: Sequence[str | int]) -> None:
+        super().__init__(f"key {key!r} is written twice in one object; a second one would "
+                         "silently replace the first", loc)
+        self.key = key
+
+
+class _KeyTwice(Exception):
+    """Raised by :func:`_object` out of the parser, which cannot say where it was."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _KeyTwice
+    return out
+
+
+class _Twice(dict[str, Any]):
+    """An object read with a key twice (only while :func:`_first_duplicate` looks)."""
+
+    key = ""
+
+
+def _first_duplicate(text: str) -> tuple[str, tuple[str | int, ...]]:
+    """The key and key path of the duplicate :func:`_object` refused first.
+
+    Parsed again (only once a duplicate is known to be there) with objects that keep
+    the key they repeat, then walked for the first of them the parser finished, which
+    is the one the first parse stopped at. Numbers are not converted: what comes after
+    the duplicate may be out of bounds, and only the shape matters here.
+    """
+    found: list[_Twice] = []
+
+    def mark(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        twice = _Twice(out)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                twice.key = key
+                break
+            seen.add(key)
+        found.append(twice)
+        return twice
+
+    try:
+        value = json.loads(text, object_pairs_hook=mark, parse_int=len, parse_float=len,
+                           parse_constant=len)
+    except (ValueError, RecursionError):  # damage after the duplicate: its key alone
+        return found[0].key, ()
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, loc = stack.pop()
+        if item is found[0]:
+            return item.key, (*loc, item.key)
+        children: Any = item.items() if isinstance(item, dict) else enumerate(item)
+        stack.extend((child, (*loc, key)) for key, child in children
+                     if isinstance(child, (dict, list)))
+    return found[0].key, ()
 
 
 # A lone surrogate can only come from an escape: UTF-8 text cannot hold one.

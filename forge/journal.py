@@ -2,9 +2,9 @@
 
 ``journals/<run-id>/`` holds ``run.json`` (:class:`RunInfo`: what was searched and
 how), ``journal.jsonl`` (one record per event, see :mod:`forge.records`, appended and
-fsynced before the search moves on), ``attempts.jsonl`` (every attempt, see
-:mod:`forge.store`) and ``optuna.journal`` (the Optuna study optuna-dashboard opens, see
-:mod:`forge.dashboard`).
+fsynced before the search moves on), ``attempts.jsonl.gz`` (every attempt, see
+:mod:`forge.store`; ``attempts.jsonl`` in runs of an earlier forge) and
+``optuna.journal`` (the Optuna study optuna-dashboard opens, see :mod:`forge.dashboard`).
 
 Resume replays: the search runs again from the start with the same seed, served
 from the attempt store, and :class:`JournalWriter` checks that each record it is

@@ -25,6 +25,7 @@ from forge.journal import (
 from forge.moves import Move
 from forge.progress import SearchProgress
 from forge.proposers import build_proposer
+from forge.prune import PRUNED_FILE, load_pruned
 from forge.records import AnyRecord
 from forge.registry import Config
 from forge.search import Search
@@ -128,6 +129,13 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
     """
     folder = journals / run_id
     info = load_run(folder)
+    pruned = load_pruned(folder)
+    if pruned is not None:
+        # Its replay would run again every attempt pruning removed.
+        raise JournalError(f"cannot resume {run_id}: it was pruned on "
+                           f"{pruned.pruned_at:%Y-%m-%d %H:%M} UTC (forge journal prune), "
+                           "which keeps only what review reads; start a new search instead",
+                           file=folder / PRUNED_FILE)
     if info.format_version != JOURNAL_FORMAT_VERSION:
         # Its decisions came from the search before confirmations were sequential: a
         # replay by this search would diverge from the first record on.

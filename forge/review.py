@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from forge.errors import JournalError
 from forge.journal import RunInfo, load_run, read_records
+from forge.moves import Move
 from forge.records import (
     CandidateRecord,
     EndRecord,
@@ -104,6 +105,25 @@ class RunRecords:
     def run_id(self) -> str:
         """The id ``run.json`` records (the folder's name unless it was copied)."""
         return self.info.run_id
+
+    @property
+    def incumbents(self) -> list[tuple[int, str, Move | None]]:
+        """``(step, fingerprint, move)`` of each incumbent: the start config at step 0 (no
+        start record yet: none), then each promoted candidate."""
+        if self.start is None:
+            return []
+        # A promoted record always names its candidate config (forge.records checks it).
+        return [(0, self.start.fingerprint, None)] + [
+            (d.step, d.candidate, d.move) for d in self.candidates
+            if d.verdict == "promoted" and d.candidate is not None]
+
+    @property
+    def final_fingerprint(self) -> str | None:
+        """The config the run ended on, or (unfinished) its incumbent so far."""
+        if self.end is not None:
+            return self.end.final_fingerprint
+        chain = self.incumbents
+        return chain[-1][1] if chain else None
 
     @property
     def finished(self) -> bool:

@@ -76,7 +76,7 @@ from forge.search_options import SearchOptions
 from forge.search_outcome import STOP_TEXT, SearchOutcome
 from forge.session import Session
 from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
-from forge.store import AttemptStore
+from forge.store import AttemptStore, store_file
 
 __all__ = ["Search"]
 
@@ -185,7 +185,7 @@ class Search:
 
     def run(self) -> SearchOutcome:
         # A damaged line mid-file raises JournalError: not something to run over.
-        store = AttemptStore(self.folder / "attempts.jsonl")
+        store = AttemptStore(store_file(self.folder))
         with Session(self.bench, self.options.executor, seed=self.options.seed,
                      concurrency=self.options.concurrency,
                      timeout_s=self.options.timeout_s) as session:

@@ -7,6 +7,7 @@ that hangs, raises or returns garbage and watch what forge does with it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import textwrap
@@ -89,6 +90,58 @@ def write_bench(root: Path, harness_source: str = ECHO_HARNESS, *,
         encoding="utf-8",
     )
     return bench
+
+
+def dumps_key_twice(value: Any, at: Sequence[str | int], key: str, again: Any) -> str:
+    """``value`` as one line of JSON in which the object at key path ``at`` also holds
+    ``key`` written a second time, with the value ``again``, after its own keys."""
+    def dump(item: Any, loc: tuple[str | int, ...]) -> str:
+        if isinstance(item, dict):
+            pairs = [f"{json.dumps(k)}: {dump(v, (*loc, k))}" for k, v in item.items()]
+            if list(loc) == list(at):
+                pairs.append(f"{json.dumps(key)}: {json.dumps(again)}")
+            return "{" + ", ".join(pairs) + "}"
+        if isinstance(item, list):
+            return "[" + ", ".join(dump(v, (*loc, i)) for i, v in enumerate(item)) + "]"
+        return json.dumps(item)
+
+    return dump(value, ())
+
+
+def objects_in(value: Any, loc: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...],
+                                                                          dict[str, Any]]]:
+    """Every non-empty JSON object within ``value`` (itself included) with its key path."""
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
+    if isinstance(value, dict):
+        if value:
+            found.append((loc, value))
+        for k, v in value.items():
+            found += objects_in(v, (*loc, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += objects_in(v, (*loc, i))
+    return found
+
+
+def readable_bytes(path: Path) -> bytes:
+    """What a person reading ``path`` sees: a gzip file decompressed (so a search for a
+    secret in it looks at the text, not at deflated bytes that never show it)."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def stored_text(folder: Path) -> str:
+    """A run folder's attempt store as text, either format (see :func:`stored_rows`)."""
+    compressed = folder / "attempts.jsonl.gz"
+    return readable_bytes(compressed if compressed.exists()
+                          else folder / "attempts.jsonl").decode("utf-8")
+
+
+def stored_rows(folder: Path) -> list[dict[str, Any]]:
+    """The attempts of a run folder's attempt store as its lines say them (either format,
+    read the way ``zcat`` reads the compressed one: every member, the header left out)."""
+    rows = [json.loads(line) for line in stored_text(folder).splitlines()]
+    return [r for r in rows if r.get("kind") != "attempt_store"]
 
 
 def line_of(path: Path, startswith: str) -> int:

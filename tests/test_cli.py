@@ -101,3 +101,15 @@ def test_an_option_typer_checks_with_pydantic_is_refused_in_forges_words(
     code, out, err = conftest.run_forge(capsys, "eval", ARITH, *args, "--task", "x")
     line = assert_user_error(code, out, err, expected)
     assert "Input should" not in line
+
+
+def test_an_error_on_line_100_says_line_100(make_bench: MakeBench,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # rich reads ":100:" as an emoji code: the error named the line as a picture.
+    tasks = {"dev": [{"id": f"d{i}", "input": i, "expected": i} for i in range(99)],
+             "val": [{"id": "v", "input": "v"}], "test": [{"id": "t", "input": "t"}]}
+    bench = make_bench(tasks=tasks)
+    dev = bench.parent / "tasks" / "dev.jsonl"
+    dev.write_text(dev.read_text(encoding="utf-8") + "{not json}\n", encoding="utf-8")
+    code, out, err = conftest.run_forge(capsys, "eval", bench)
+    assert_user_error(code, out, err, f"{dev}:100: malformed JSON")

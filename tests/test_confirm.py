@@ -8,12 +8,11 @@ dev alone, reaching the decisions it reached then.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import search_tasks, stored_rows, write_search_bench
 from scipy.stats import binom
 
 from forge.bench import BudgetSettings, load_bench
@@ -373,8 +372,7 @@ def harm_gate(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def attempt_indices(folder: Path) -> set[int]:
-    lines = (folder / "attempts.jsonl").read_text(encoding="utf-8").splitlines()
-    return {json.loads(line)["result"]["attempt"] for line in lines}
+    return {row["result"]["attempt"] for row in stored_rows(folder)}
 
 
 @pytest.mark.parametrize("seed", [2, 3])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import search_tasks, stored_rows, write_search_bench
 
 from forge.cli import main
 from forge.interrupt import Interrupted, RunInterrupted, cancelling, handling
@@ -204,7 +204,7 @@ def test_a_signalled_search_leaves_nothing_running_and_resumes_to_the_same_decis
     folder = journals / "r"
     written = records(folder)
     assert written and not any(r["kind"] == "end" for r in written)
-    stored = [json.loads(line) for line in (folder / "attempts.jsonl").read_text().splitlines()]
+    stored = stored_rows(folder)
     assert stored and all(a["result"]["stop_reason"] == "completed" for a in stored)
 
     (bench.parent / "hold").unlink()

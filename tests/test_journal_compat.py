@@ -1,6 +1,6 @@
 """Journals of version 1 stay readable, and today's outputs keep their shape.
 
-Two fixtures under ``tests/data``:
+Three fixtures under ``tests/data``:
 
 - ``journal_v1/verdicts/``: the run folder of a finished search on the ``verdicts`` bench
   (``tests/data/verdicts``), written by forge at commit 11dc8f9 (journal format 1, before
@@ -15,12 +15,17 @@ Two fixtures under ``tests/data``:
   same bench, the values of volatile keys masked, recorded with the issue-14 search (see
   its ``make.py``). Running that search again must give the same shapes and values, type
   for type (``1`` is not ``1.0``, ``true`` is not ``1``).
+- ``store_v1/golden/``: that golden search killed after its third record with 100 attempts
+  in a plain ``attempts.jsonl`` (store format 1), written before the compressed store
+  (see its ``make.py``). Today's forge must resume it to the golden decisions, reusing
+  those attempts and appending to the plain file.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,7 @@ DATA = Path(__file__).resolve().parent / "data"
 BENCH = DATA / "verdicts"
 COMPAT = DATA / "journal_v1" / "verdicts"
 GOLDEN = DATA / "golden"
+STORE_V1 = DATA / "store_v1" / "golden"
 
 #: Keys that differ between two runs of the same search: the clock, and where it ran.
 VOLATILE = {"at", "elapsed_s"}
@@ -219,3 +225,33 @@ def test_a_run_journaled_before_precision_rounds_resumes_without_them() -> None:
                for o in (options, old)]
     # A run from before the rounds existed went to its stop without them: so does its resume.
     assert [o.precision_rounds for o in resumed] == [2, 0]
+
+
+# -- (c) a run whose attempt store is plain JSONL (store format 1) ----------------------------
+
+
+def test_a_run_with_a_plain_attempt_store_resumes_to_the_golden_decisions_in_its_format(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The golden search killed after its third record, 100 attempts on file, by the forge
+    # of before the compressed store (tests/data/store_v1/make.py).
+    journals = tmp_path / "journals"
+    folder = Path(shutil.copytree(STORE_V1, journals / "golden"))
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    info["bench_path"] = str(BENCH / "bench.yaml")
+    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    sample = (folder / "attempts.jsonl").read_bytes()
+
+    result = run_forge_json(capsys, "search", "--resume", "golden", "--journals", journals,
+                            "--json")
+    assert canonical(result) == canonical(load_golden("search.json"))
+    records = read_lines(folder / "journal.jsonl")
+    assert [canonical(masked(r)) for r in records] == [
+        canonical(r) for r in load_golden("journal.json")]
+    # Appended to in its own format, after what was there, each attempt once: the 100 on
+    # file were served from it, not run again.
+    assert not (folder / "attempts.jsonl.gz").exists()
+    stored = (folder / "attempts.jsonl").read_bytes()
+    assert stored.startswith(sample) and len(stored) > len(sample)
+    keys = Counter((r["config"], r["stream"], r["result"]["task_id"], r["result"]["attempt"])
+                   for r in read_lines(folder / "attempts.jsonl"))
+    assert max(keys.values()) == 1 and len(keys) > 100

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_user_error, run_forge, search_tasks, write_search_bench
+from conftest import assert_user_error, run_forge, search_tasks, stored_rows, write_search_bench
 
 import forge._jsonl as jsonl_module
 from forge.launch import launch_search
@@ -52,8 +52,7 @@ def stable(folder: Path) -> list[dict[str, Any]]:
 
 
 def attempt_keys(folder: Path) -> Counter[tuple[Any, ...]]:
-    rows = [json.loads(line) for line in
-            (folder / "attempts.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = stored_rows(folder)
     return Counter((r["config"], r["stream"], r["result"]["task_id"], r["result"]["attempt"])
                    for r in rows)
 
@@ -230,7 +229,8 @@ def remount(where: Path, options: str) -> None:
 @pytest.mark.slow
 def test_a_real_full_then_read_only_disk(bench: Path, tmp_path: Path, reference: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    with tmpfs(tmp_path / "disk", "96k") as disk:
+    # The whole run takes about 52 kB (its attempts compressed): 32k fills up mid-run.
+    with tmpfs(tmp_path / "disk", "32k") as disk:
         journals = disk / "journals"
         code, _, err = run_forge(capsys, "search", bench, "--journals", journals,
                                    "--run-id", "r", "--seed", 5)

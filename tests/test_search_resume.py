@@ -10,6 +10,7 @@ it, and every record must equal the record of an uninterrupted run with the same
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -214,7 +215,7 @@ def test_resuming_a_finished_run_runs_nothing_and_gives_the_same_result(
     code, result, err = resume(capsys, base_folder.parent, "base")
     assert code == 0, err
     assert result == base_result
-    assert len(read_calls(bench)) == before  # everything was served from attempts.jsonl
+    assert len(read_calls(bench)) == before  # everything was served from the attempt store
     assert (base_folder / "journal.jsonl").read_bytes() == journal
     assert (base_folder / "optuna.journal").read_bytes() == study  # no trial written twice
 
@@ -226,17 +227,22 @@ def test_a_torn_last_line_is_tolerated_on_resume(
     kill_when(bench, folder, after_records(4))
     with (folder / "journal.jsonl").open("a", encoding="utf-8") as fh:
         fh.write('{"kind": "candidate", "step": 2, "move": {"tar')
-    with (folder / "attempts.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write('{"config": "abc", "stream": "dev", "result": {"task_id": "de')
+    # A batch of attempts whose gzip member was cut short by the kill.
+    member = gzip.compress(b'{"config": "abc", "stream": "dev", "result": {}}\n' * 50)
+    with (folder / "attempts.jsonl.gz").open("ab") as fh:
+        fh.write(member[:len(member) // 2])
     code, result, err = resume(capsys, folder.parent, "torn")
     assert code == 0, err
     assert {**result, "run_id": "base"} == baseline[1]
     assert stable(records(folder)) == stable(records(baseline[0]))
-    for name in ("journal.jsonl", "attempts.jsonl"):
-        text = (folder / name).read_text(encoding="utf-8")
+    journal = (folder / "journal.jsonl").read_text(encoding="utf-8")
+    # The torn member was cut, not kept in the middle: the file is one gzip stream.
+    stored = gzip.decompress((folder / "attempts.jsonl.gz").read_bytes()).decode("utf-8")
+    for text in (journal, stored):
         assert text.endswith("\n")
         for line in text.splitlines():
-            json.loads(line)  # the torn line was cut, not kept in the middle
+            json.loads(line)
+    assert '"config": "abc"' not in stored
 
 
 def _copy_run(src: Path, dst: Path) -> None:
@@ -245,15 +251,32 @@ def _copy_run(src: Path, dst: Path) -> None:
         (dst / f.name).write_bytes(f.read_bytes())
 
 
+def _cut_line_5(data: bytes) -> tuple[bytes, str]:
+    rows = gzip.decompress(data).decode("utf-8").splitlines()
+    rows[4] = rows[4][: len(rows[4]) // 2]  # a line cut in half, then more lines
+    return (gzip.compress(("\n".join(rows) + "\n").encode("utf-8")),
+            "attempts.jsonl.gz:5: damaged record")
+
+
+def _flip_in_member_2(data: bytes) -> tuple[bytes, str]:
+    second = data.index(b"\x1f\x8b\x08", 1)  # every batch is a member of its own
+    flipped = bytearray(data)
+    flipped[second + 40] ^= 0xFF
+    return bytes(flipped), ("attempts.jsonl.gz: damaged record in the run's attempt store: "
+                            f"the gzip member at byte {second:,} cannot be read")
+
+
+@pytest.mark.parametrize("damage", [_cut_line_5, _flip_in_member_2], ids=["line", "member"])
 def test_a_damaged_attempt_store_is_one_line_and_exit_2(
         baseline: tuple[Path, dict[str, Any]], tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str],
+        damage: Callable[[bytes], tuple[bytes, str]]) -> None:
     run = tmp_path / "journals" / "damaged"
     _copy_run(baseline[0], run)
-    rows = (run / "attempts.jsonl").read_text().splitlines()
-    rows[4] = rows[4][: len(rows[4]) // 2]
-    (run / "attempts.jsonl").write_text("\n".join(rows) + "\n")
+    store = run / "attempts.jsonl.gz"
+    damaged, message = damage(store.read_bytes())
+    store.write_bytes(damaged)
     code, _, err = resume(capsys, run.parent, "damaged")
     assert code == 2
     assert len(err.strip().splitlines()) == 1
-    assert "attempts.jsonl:5: damaged record" in err
+    assert message in err

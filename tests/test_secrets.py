@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
-from conftest import MakeBench, run_forge
+from conftest import MakeBench, readable_bytes, run_forge, stored_text
 
 from forge.harness import RunOutput
 from forge.journal import JournalWriter
@@ -156,9 +156,9 @@ def test_store_journal_runtime_journal_and_replay_are_redacted(tmp_path: Path,
     attempt = AttemptResult(task_id="t", attempt=0, seed=1, stop_reason="completed",
                             duration_s=0.1, output=RunOutput(output=f"echo {token}",
                                                              trace={"auth": token}))
-    store = AttemptStore(tmp_path / "attempts.jsonl")
-    store.add("cfg", "dev", [attempt])
-    assert AttemptStore(tmp_path / "attempts.jsonl").get("cfg", "dev", "t", 0) is not None
+    for name in ("attempts.jsonl", "attempts.jsonl.gz"):  # either format of the store
+        AttemptStore(tmp_path / name).add("cfg", "dev", [attempt])
+        assert AttemptStore(tmp_path / name).get("cfg", "dev", "t", 0) is not None
 
     record = StopRecord(reason="max_steps", text=f"the trace shows {token}", step=0,
                         rollouts_total=0, cost_total=0.0)
@@ -171,8 +171,8 @@ def test_store_journal_runtime_journal_and_replay_are_redacted(tmp_path: Path,
         journal.write(RuntimeEndRecord(at=datetime.now(UTC), run_id="r", mode="observe",
                                        registry="reg", registry_digest="d", counts={},
                                        restored_ok=True, error=f"restore saw {token}"))
-    for name in ("attempts.jsonl", "journal.jsonl", "runtime.jsonl"):
-        data = (tmp_path / name).read_bytes()
+    for name in ("attempts.jsonl", "attempts.jsonl.gz", "journal.jsonl", "runtime.jsonl"):
+        data = readable_bytes(tmp_path / name)
         assert_clean(data, token, name)
         assert MASK.encode() in data, name
 
@@ -234,11 +234,11 @@ def test_search_over_an_echoing_http_service_writes_no_secret(
         logging.getLogger().removeHandler(stderr_log)
 
     files = [p for p in journals.rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"run.json", "journal.jsonl", "attempts.jsonl",
+    assert {p.name for p in files} >= {"run.json", "journal.jsonl", "attempts.jsonl.gz",
                                        "report.html"}
     for path in files:
-        assert_clean(path.read_bytes(), token, str(path))
-    attempts = (journals / "r1" / "attempts.jsonl").read_text(encoding="utf-8")
+        assert_clean(readable_bytes(path), token, str(path))
+    attempts = stored_text(journals / "r1")
     assert "(auth ***)" in attempts  # the echo was there, and was redacted
     assert '"credential": "***"' in attempts and "credential ***" in attempts
 

@@ -13,9 +13,10 @@ from forge.executors import EXECUTORS
 
 __all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json"]
 
-#: Tables and messages; stderr for what must not mix with ``--json`` on stdout.
-out = Console()
-err = Console(stderr=True)
+#: Tables and messages; stderr for what must not mix with ``--json`` on stdout. No emoji
+#: codes: rich would print ``tasks.jsonl:100:`` as ``tasks.jsonl💯``.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 
 def print_json(value: Any) -> None:

@@ -1,7 +1,8 @@
-"""``forge journal list`` and ``forge journal show RUN``: review search runs.
+"""``forge journal list``, ``forge journal show RUN`` and ``forge journal prune``: review
+search runs, and free the disk space of finished ones.
 
-The reading is in :mod:`forge.review` and the tables in
-:mod:`forge.report.journal_view`; this module only wires options to them. Errors
+The reading is in :mod:`forge.review`, the tables in :mod:`forge.report.journal_view`
+and the pruning in :mod:`forge.prune`; this module only wires options to them. Errors
 are raised as :class:`forge.errors.UserError` subclasses, which ``forge.cli.main``
 prints as one line with exit 2.
 """
@@ -28,11 +29,10 @@ journal_app = typer.Typer(no_args_is_help=True,
                           help="Review search runs: every step, its gates and its verdict.")
 
 
-
 def _console() -> Console:
     # Made per command, not at import: the width then follows the terminal (or
     # COLUMNS) at the time the command runs.
-    return Console()
+    return Console(emoji=False)  # a run id or path like ``x:100:`` stays as it is
 
 JournalsOption = Annotated[Path, typer.Option(
     "--journals", help="the folder holding the run folders")]
@@ -97,6 +97,64 @@ def show_command(
     out.print(steps_table(records))
     for line in run_footer(records):
         out.print(line, highlight=False, soft_wrap=True)
+
+
+@journal_app.command("prune")
+def prune_command(
+    runs: Annotated[list[str] | None, typer.Argument(
+        metavar="RUN", help="run ids under --journals, or run folders (default: every "
+                                 "run under --journals)", show_default=False)] = None,
+    journals: JournalsOption = Path("journals"),
+    keep: Annotated[int, typer.Option(
+        "--keep", min=0, metavar="N",
+        help="leave whole the N newest of the runs it would prune")] = 0,
+    yes: Annotated[bool, typer.Option(
+        "--yes", help="prune; without it, only say what would be pruned")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="prune runs that have not finished too (they can no longer be "
+                        "resumed)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print only a JSON list, one "
+                                                         "object per run")] = False,
+) -> None:
+    """Free disk space: cut finished runs' attempt stores down to what review reads.
+
+    Without --yes nothing is changed: it says what would be pruned and the bytes freed.
+    """
+    from forge.prune import prune_runs
+
+    _check_journals(journals)
+    named = bool(runs)
+    folders = ([resolve_run(r, journals) for r in runs or []] if named
+               else [s.folder for s in list_runs(journals)])
+    outcomes = prune_runs(folders, dry_run=not yes, force=force, keep=keep, named=named)
+    if as_json:
+        _print_json([o.as_json() for o in outcomes])
+        return
+    out = _console()
+    for o in outcomes:
+        if o.action == "skipped":
+            line = f"{o.run_id}: skipped: {o.reason}"
+        else:
+            line = (f"{o.run_id}: {'pruned' if yes else 'would prune'} the attempt store, "
+                    f"{_size(o.bytes_before)} -> {_size(o.bytes_after)}: keeps "
+                    f"{o.attempts_kept:,} of {o.attempts_before:,} attempts (the incumbents' "
+                    "dev and val attempts the report reads)")
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    done = [o for o in outcomes if o.action != "skipped"]
+    freed = _size(sum(o.freed for o in done))
+    if not outcomes:
+        out.print(f"no runs in {journals}", highlight=False, markup=False)
+    elif yes:
+        out.print(f"freed {freed} in {len(done)} run(s)", highlight=False, markup=False)
+    else:
+        out.print(f"would free {freed} in {len(done)} run(s); nothing was changed: add --yes "
+                  "to prune", highlight=False, markup=False)
+
+
+def _size(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.1f} kB" if n >= 1_000 else f"{n} bytes"
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_user_error, read_calls, write_search_bench
+from conftest import assert_user_error, dumps_key_twice, read_calls, write_search_bench
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 
@@ -212,3 +212,24 @@ def test_applied_moves_count_as_proposals_and_refusals_do_not(bench: Path,
     # each run: boost applied, knob refused (cap 1): only boost is proposed
     assert runtime_first_moves(path, registry, registry.defaults()) == [
         Move(target="boost", before=False, after=True)]
+
+
+@pytest.mark.parametrize("which", [3, -1])  # a middle line, and the last (whole) one
+def test_a_line_with_a_key_twice_is_refused_by_report_and_search(
+        capsys: pytest.CaptureFixture[str], bench: Path, journal: Path, tmp_path: Path,
+        which: int) -> None:
+    # A hand-merged journal whose record names its rule's target twice: read by its last
+    # word, the other setting would have been counted, and searched first.
+    lines = journal.read_text().splitlines()
+    record = json.loads(lines[which])
+    at = ("rule",) if record.get("rule") else ()
+    key = "target" if at else "run_id"
+    lines[which] = dumps_key_twice(record, at, key, "knob")
+    journal.write_text("\n".join(lines) + "\n")
+    number = which + 1 if which >= 0 else len(lines)
+    where = f"{journal}:{number}: {'.'.join((*at, key))}: "
+    assert_user_error(*forge(capsys, "runtime", "report", journal), where,
+                      f"key {key!r} is written twice")
+    assert_user_error(*forge(capsys, "search", bench, "--from-runtime", journal,
+                             "--journals", tmp_path / "journals"), where)
+    assert not (tmp_path / "journals").exists()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import search_tasks, stored_rows, write_search_bench
 from reaper import descendants
 
 from forge.cli import main
@@ -111,8 +111,7 @@ def stable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def stored(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line)["result"] for line in
-            (folder / "attempts.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [row["result"] for row in stored_rows(folder)]
 
 
 @pytest.mark.ray

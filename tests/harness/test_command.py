@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MINI_REGISTRY, assert_user_error, run_forge, write_jsonl
+from conftest import MINI_REGISTRY, assert_user_error, run_forge, stored_text, write_jsonl
 
 from forge.bench import load_bench
 from forge.evaluate import evaluate
@@ -223,7 +223,7 @@ def test_a_search_over_failing_attempts_completes_and_journals(
     records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
     assert records[-1]["stop_reason"] == summary["stop_reason"]
     assert any(r.get("step") == 1 for r in records)
-    stored = (folder / "attempts.jsonl").read_text()
+    stored = stored_text(folder)
     assert "stdout is not JSON" in stored and "exited with code 3" in stored
     assert "no result within 1 s" in stored
     assert_all_gone(recorded_pids(tmp_path / "b"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_user_error, run_forge, write_jsonl
+from conftest import assert_user_error, readable_bytes, run_forge, stored_text, write_jsonl
 from openai_math_model import math_model
 from openai_server import (
     Reply,
@@ -458,11 +458,11 @@ def test_search_never_writes_the_api_key(tmp_path: Path, monkeypatch: pytest.Mon
         assert code == 0, err
         assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {token}"}
     files = [p for p in journals.rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"run.json", "journal.jsonl", "attempts.jsonl"}
+    assert {p.name for p in files} >= {"run.json", "journal.jsonl", "attempts.jsonl.gz"}
     needle = token.encode()
     for path in files:
-        assert needle not in path.read_bytes(), path
-    attempts = (journals / "r1" / "attempts.jsonl").read_text(encoding="utf-8")
+        assert needle not in readable_bytes(path), path
+    attempts = stored_text(journals / "r1")
     assert f"I was called with Bearer {MASK}" in attempts  # an answer, redacted
     assert f"rejected credentials Bearer {MASK}" in attempts  # a 500's body, redacted
     assert f"no 'Bearer {MASK}' in table" in attempts  # a tool error, redacted

@@ -84,7 +84,7 @@ def score_chart(report: RunReport) -> str:
     values = [v for inc in incs for iv in (inc.dev, inc.val) if iv is not None
               for v in (iv.mean, iv.low, iv.high) if math.isfinite(v)]
     if not values:
-        why = ("no attempts.jsonl in the run folder" if not report.has_attempts
+        why = ("no attempt store in the run folder" if not report.has_attempts
                else "no scored attempts of the incumbents")
         return _empty("chart-scores", label, f"no per-step scores: {why}")
     height, left, right, top, bottom = 340, 64, 24, 40, 46

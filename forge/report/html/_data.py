@@ -28,12 +28,9 @@ from forge.records import (
 )
 from forge.review import load_run_records
 from forge.stats import Interval, mean_interval
-from forge.store import read_attempts
+from forge.store import read_attempts, read_for_review, review_configs, store_file
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "number"]
-
-#: The attempt streams whose seeds every config shares: comparable across steps.
-_STREAMS = ("dev", "val")
 
 # (fingerprint, stream) -> task id -> attempt index -> (score value, passed)
 _Scores = dict[tuple[str, str], dict[str, dict[int, tuple[float, bool]]]]
@@ -98,16 +95,13 @@ def load_report(folder: Path) -> RunReport:
         raise JournalError("no start record: the run has not evaluated its start config yet",
                            file=folder / "journal.jsonl")
     info, decisions = run.info, run.candidates
-    chain: list[tuple[int, str, Move | None]] = [(0, run.start.fingerprint, None)]
-    # A promoted record always names its candidate config (forge.records checks it).
-    chain += [(d.step, d.candidate, d.move) for d in decisions
-              if d.verdict == "promoted" and d.candidate is not None]
-    final = run.end.final_fingerprint if run.end is not None else chain[-1][1]
+    chain = run.incumbents
+    final = run.final_fingerprint or chain[-1][1]
     k = info.options.k
 
-    attempts_path = folder / "attempts.jsonl"
+    attempts_path = store_file(folder)
     has_attempts = attempts_path.exists()
-    scores = _read_scores(attempts_path, {fp for _, fp, _ in chain} | {final}, k)
+    scores = _read_scores(attempts_path, review_configs(run), k)
 
     incumbents = [Incumbent(step=step, fingerprint=fp, move=move,
                             dev=_interval(scores.get((fp, "dev"))),
@@ -137,8 +131,7 @@ def _read_scores(path: Path, wanted: set[str], k: int) -> _Scores:
     out: _Scores = defaultdict(lambda: defaultdict(dict))
     for row in read_attempts(path):
         a = row.result
-        if (row.config not in wanted or row.stream not in _STREAMS or a.attempt >= k
-                or not a.scored or a.score is None):
+        if not read_for_review(row, wanted, k) or not a.scored or a.score is None:
             continue
         value = number(a.score.value)
         if value is None:

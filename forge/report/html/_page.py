@@ -218,7 +218,7 @@ def _aux_table(report: RunReport) -> str:
 
 def _zone_table(report: RunReport) -> str:
     if not report.has_attempts:
-        return '<p class="caption">No attempts.jsonl in the run folder: nothing to show.</p>'
+        return '<p class="caption">No attempt store in the run folder: nothing to show.</p>'
     k = f"the first {report.k} attempts" if report.k else "its attempts"
     lead = (f'<p class="caption">{len(report.zone)} of {report.dev_tasks_final} dev tasks are '
             f"in the learning zone of the final config ({esc(report.final_fingerprint[:12])}): "

@@ -10,6 +10,7 @@ every chart laid out with content, and the charts visible in a screenshot.
 
 from __future__ import annotations
 
+import gzip
 import html
 import json
 import os
@@ -23,14 +24,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import COSTLY_BOOST, search_tasks, write_search_bench
+from conftest import COSTLY_BOOST, readable_bytes, search_tasks, write_search_bench
 
 from forge.cli import main
 from forge.errors import JournalError
 from forge.launch import launch_search
 from forge.report.html import load_report, render_html, write_html
 from forge.report.html._svg import COLORS
-from forge.store import AttemptStore
+from forge.store import AttemptStore, store_file
 
 BOOST = COSTLY_BOOST
 METRICS = {"cost": {"direction": "lower", "max_increase": 0.25, "relative": True}}
@@ -122,7 +123,7 @@ def test_learning_zone_tasks_are_those_the_final_config_sometimes_passes(
         journals: Path) -> None:
     report = load_report(journals / "r1")
     assert report.k == 4
-    store = AttemptStore(journals / "r1" / "attempts.jsonl")
+    store = AttemptStore(store_file(journals / "r1"))
     expected = []
     ran = 0  # the dev tasks the final config ran on the screening seeds
     for i in range(24):
@@ -219,9 +220,9 @@ def test_an_unfinished_run_still_reports_what_it_has(copy_run: Path) -> None:
 
 
 def test_a_run_without_its_attempt_store_reports_the_journal(copy_run: Path) -> None:
-    (copy_run / "attempts.jsonl").unlink()
+    (copy_run / "attempts.jsonl.gz").unlink()
     page = render_html(copy_run)
-    assert "no per-step scores: no attempts.jsonl in the run folder" in page
+    assert "no per-step scores: no attempt store in the run folder" in page
     assert '<g class="decision promoted">' in page
 
 
@@ -257,17 +258,18 @@ def test_an_unknown_run_is_one_line_and_exit_2(
 def test_a_damaged_run_is_one_line_and_exit_2_and_writes_nothing(
         copy_run: Path, damage: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    name = {"journal": "journal.jsonl", "attempts": "attempts.jsonl", "run.json": "run.json",
+    name = {"journal": "journal.jsonl", "attempts": "attempts.jsonl.gz", "run.json": "run.json",
             "no-start": "journal.jsonl"}[damage]
     path = copy_run / name
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = readable_bytes(path).decode("utf-8").splitlines()
     if damage == "no-start":
         lines = lines[1:]
     elif damage == "run.json":
         lines = ['{"format_version": 1, "run_id": 3}']
     else:
         lines[1] = lines[1][: len(lines[1]) // 2]  # a torn line mid-file: real damage
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = ("\n".join(lines) + "\n").encode("utf-8")
+    path.write_bytes(gzip.compress(text) if path.suffix == ".gz" else text)
     with pytest.raises(JournalError):
         load_report(copy_run)
     out = tmp_path / "out.html"
