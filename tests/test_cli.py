@@ -101,3 +101,21 @@ def test_an_option_typer_checks_with_pydantic_is_refused_in_forges_words(
     code, out, err = conftest.run_forge(capsys, "eval", ARITH, *args, "--task", "x")
     line = assert_user_error(code, out, err, expected)
     assert "Input should" not in line
+
+
+@pytest.mark.parametrize("command", [["registry", "show"], ["registry", "show", "--json"]])
+def test_running_out_of_memory_is_one_line_and_exit_1(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    import forge._digest
+
+    def refuse(value: object) -> str:
+        # Where the report's registry ran out: its digest, as canonical JSON.
+        raise MemoryError
+
+    monkeypatch.setattr(forge._digest, "canonical_json", refuse)
+    code, _, err = conftest.run_forge(capsys, *command, ARITH / "registry.yaml")
+    assert code == 1
+    assert "Traceback" not in err
+    assert err.splitlines() == ["forge: out of memory: the command needed more memory than "
+                                "the system would give it (MemoryError), and stopped"]
