@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from forge._parse import (
+    BoundExceeded,
     DuplicateKey,
     HostileValue,
     check_value,
@@ -30,6 +31,7 @@ from forge._parse import (
     parse_yaml,
 )
 from forge._show import short
+from forge.bounds import MAX_YAML_BYTES
 from forge.errors import InputFileError
 
 __all__ = [
@@ -82,21 +84,31 @@ def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
     :mod:`forge._parse`) raises ``error`` with the line and field where known."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as file:  # no further than the bound: the file may be huge
+            raw = file.read(MAX_YAML_BYTES + 1)
     except FileNotFoundError:
         raise error("file not found", file=p) from None
     except IsADirectoryError:
         raise error("is a folder, not a YAML file", file=p) from None
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise error(f"larger than {MAX_YAML_BYTES:,} bytes ({MAX_YAML_BYTES // 2**20} MiB); "
+                    "expected a YAML file of a few kilobytes", file=p)
     text = _decode(raw, p, error)
     try:
-        root, data = compose_yaml(text)
+        composed = compose_yaml(text)
+        root, data = composed.root, composed.data
         check_value(data)
     except DuplicateKey as exc:
         mark = exc.problem_mark
         raise error(exc.problem or "a key is written twice", file=p,
                     field=field_path(exc.loc) or None,
+                    line=None if mark is None else mark.line + 1) from None
+    except BoundExceeded as exc:
+        mark = exc.problem_mark
+        where = "" if mark is None else f" (at column {mark.column + 1})"
+        raise error(f"{exc.problem}{where}", file=p,
                     line=None if mark is None else mark.line + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

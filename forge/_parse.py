@@ -2,7 +2,9 @@
 
 Input files come from people and from programs forge does not control. Parsed naively,
 some few-byte texts crash or hang whatever reads them next: 3,000 nested brackets
-overflow the parsers' stack, a YAML "billion laughs" expands to 10^9 nodes, a 5,000-digit
+overflow the parsers' stack, a YAML "billion laughs" expands to 10^9 nodes, a 1 MiB text
+repeated by 5,000 aliases stands for 5 GB (few nodes, but a digest of it as JSON took
+7 GB of memory: the loader counts the bytes of what aliases repeat), a 5,000-digit
 integer cannot be converted, ``\\ud800`` decodes to a lone surrogate that no UTF-8 writer
 accepts, ``1e400`` is infinity. Here each of those is a :class:`HostileValue` (or, in
 YAML, a :class:`yaml.MarkedYAMLError` with its line), which the file readers of
@@ -35,15 +37,16 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
 
-from forge.bounds import MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_NODES
+from forge.bounds import MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_BYTES, MAX_YAML_NODES
 
-__all__ = ["DuplicateJsonKey", "DuplicateKey", "HostileValue", "check_value", "compose_yaml",
-           "loads_json", "parse_yaml"]
+__all__ = ["BoundExceeded", "ComposedYaml", "DuplicateJsonKey", "DuplicateKey", "HostileValue",
+           "check_value", "compose_yaml", "loads_json", "parse_yaml"]
 
 
 class HostileValue(ValueError):
@@ -60,41 +63,63 @@ class HostileValue(ValueError):
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2 scalars (module docstring) and bounds: nesting, the
-    nodes a document expands to through its aliases, and the digits of an integer.
+    nodes a document expands to through its aliases and the bytes its scalars then
+    add up to, and the digits of an integer.
 
     The bounds are checked as the node tree is composed, before anything is built
-    from it and before the composer's recursion could overflow the stack.
+    from it and before the composer's recursion could overflow the stack. An alias
+    is counted as what its anchor expands to, in nodes and in bytes, so a document
+    refused for either is refused at the alias that crosses the bound.
     """
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self._open: list[int] = []  # per collection being composed: its nodes so far
-        self._sizes: dict[int, int] = {}  # id(node) -> nodes it expands to
+        # Nodes and scalar bytes composed so far in the document, aliases expanded.
+        self._nodes = self._bytes = 0
+        # Per collection being composed: the counts when it started.
+        self._open: list[tuple[int, int]] = []
+        # id(collection node) -> (nodes, bytes) it expands to.
+        self._sizes: dict[int, tuple[int, int]] = {}
+
+    @property
+    def expanded(self) -> tuple[int, int]:
+        """Nodes and scalar bytes of the document composed, aliases expanded."""
+        return self._nodes, self._bytes
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
-        is_collection = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
-        if is_collection:
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             if len(self._open) >= MAX_NESTING:
-                raise _bound_error(f"nested deeper than {MAX_NESTING} levels", event.start_mark)
-            self._open.append(1)
+                raise _bound_error(f"the document is nested deeper than {MAX_NESTING} levels",
+                                   event.start_mark)
+            self._open.append((self._nodes, self._bytes))
+            self._count(1, 0, event)
+            node = super().compose_node(parent, index)
+            nodes, size = self._open.pop()
+            self._sizes[id(node)] = (self._nodes - nodes, self._bytes - size)
+            return node
         node = super().compose_node(parent, index)
-        if is_collection:
-            size = self._open.pop()
-            self._sizes[id(node)] = size
+        if isinstance(node, yaml.ScalarNode):
+            # An alias of a scalar repeats its text as much as the scalar itself does.
+            self._count(1, _utf8_len(node.value), event)
         else:
-            # An alias counts what its anchor expands to; one of a node still being
-            # composed is a cycle, which the value check refuses after.
-            size = self._sizes.get(id(node), 1) if isinstance(event, yaml.AliasEvent) else 1
-        if self._open:
-            self._open[-1] += size
-            grown = self._open[-1]
-        else:
-            grown = size
-        if grown > MAX_YAML_NODES:
-            raise _bound_error(f"expands to more than {MAX_YAML_NODES:,} nodes (aliases "
-                               "repeating aliases)", event.start_mark)
+            # An alias of a collection counts what it expands to; one of a collection
+            # still being composed is a cycle, which the value check refuses after.
+            self._count(*self._sizes.get(id(node), (1, 0)), event)
         return node
+
+    def _count(self, nodes: int, size: int, event: Any) -> None:
+        """Add to the document's counts; refuse at the event that crosses a bound."""
+        self._nodes += nodes
+        self._bytes += size
+        if self._nodes > MAX_YAML_NODES:
+            raise _bound_error(f"the document expands to more than {MAX_YAML_NODES:,} nodes "
+                               "(the bound) through aliases repeating aliases",
+                               event.start_mark)
+        if self._bytes > MAX_YAML_BYTES:
+            raise _bound_error(f"the document expands to more than {MAX_YAML_BYTES:,} bytes "
+                               f"of text ({MAX_YAML_BYTES // 2**20} MiB, the bound) through "
+                               "aliases repeating long text", event.start_mark)
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         digits = sum(ch.isdigit() for ch in node.value)
@@ -172,12 +197,35 @@ def _refuse_duplicate_keys(root: yaml.Node | None) -> None:
                     stack.append((value_node, loc))
 
 
-def _bound_error(problem: str, mark: Any) -> yaml.MarkedYAMLError:
-    return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def compose_yaml(text: str) -> tuple[yaml.Node | None, Any]:
-    """The node tree of ``text`` (for line numbers) and its data, from one parse.
+class BoundExceeded(yaml.MarkedYAMLError):
+    """A well-formed document beyond one of the bounds of :mod:`forge.bounds`, refused
+    at the mark where composing it crossed the bound."""
+
+
+def _bound_error(problem: str, mark: Any) -> BoundExceeded:
+    return BoundExceeded(problem=problem, problem_mark=mark)
+
+
+@dataclass(frozen=True)
+class ComposedYaml:
+    """One YAML document: its node tree (for line numbers), its data, and what the
+    loader counted of it with its aliases expanded: the nodes, and the UTF-8 bytes of
+    its scalars (keys and values). Every string in ``data``, counted as often as it
+    occurs, adds up to at most ``expanded_bytes``: that bound is what holds the text
+    a digest, a JSON dump or a report makes of the data."""
+
+    root: yaml.Node | None
+    data: Any
+    expanded_nodes: int
+    expanded_bytes: int
+
+
+def compose_yaml(text: str) -> ComposedYaml:
+    """The node tree of ``text`` and its data, from one parse (:class:`ComposedYaml`).
 
     Raises :class:`yaml.YAMLError` for malformed or unbounded YAML; the caller checks
     the data with :func:`check_value` (and can then name the line of what it refuses).
@@ -189,13 +237,13 @@ def compose_yaml(text: str) -> tuple[yaml.Node | None, Any]:
         data = None if root is None else loader.construct_document(root)
     finally:
         loader.dispose()
-    return root, data
+    return ComposedYaml(root, data, *loader.expanded)
 
 
 def parse_yaml(text: str) -> Any:
     """Parse YAML text the way every forge input file is parsed (YAML 1.2 scalars,
     bounded). Raises :class:`yaml.YAMLError` or :class:`HostileValue`."""
-    data = compose_yaml(text)[1]
+    data = compose_yaml(text).data
     check_value(data)
     return data
 

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_OUTPUT_BYTES",
     "MAX_TASKS",
     "MAX_TIMEOUT_S",
+    "MAX_YAML_BYTES",
     "MAX_YAML_NODES",
 ]
 
@@ -34,6 +35,12 @@ MAX_INT_DIGITS = 1000
 #: Nodes of one YAML document once its aliases are expanded: a document of a few
 #: hundred bytes can otherwise expand to billions of nodes.
 MAX_YAML_NODES = 1_000_000
+#: Bytes (UTF-8) of a YAML input file, and of the text its scalars (keys and values)
+#: add up to once its aliases are expanded. An alias repeats its anchor's text: a
+#: 1.4 MB registry that reused a 1 MiB description 5,000 times stood for 5 GB, and
+#: a digest of it, as JSON, took 7 GB of memory before it failed. A registry, a bench
+#: or a config is a few kilobytes.
+MAX_YAML_BYTES = 16 * 2**20
 
 #: Attempts per task (``rollouts.k``, ``-k``).
 MAX_K = 1000

@@ -79,8 +79,9 @@ def _second_signal() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input is one line and exit 2; SIGINT exits 130, SIGTERM 143,
-    each once everything forge started has stopped (:mod:`forge.interrupt`)."""
+    """Entry point: bad input is one line and exit 2; running out of memory is one line
+    and exit 1; SIGINT exits 130, SIGTERM 143, each once everything forge started has
+    stopped (:mod:`forge.interrupt`)."""
     with handling(on_second=_second_signal):
         try:
             return _run(argv)
@@ -90,6 +91,17 @@ def main(argv: list[str] | None = None) -> int:
             # Not through rich: the signal may have come before it was imported.
             print(f"forge: {stop}", file=sys.stderr, flush=True)
             return stop.exit_status
+        except MemoryError:
+            pass  # reported below, once the frames holding what filled memory are freed
+    # Exit 1, not 2: every input forge knows to expand (aliases, nesting, sizes) is
+    # refused by a bound with exit 2 before it fills memory, so what is left is a run
+    # larger than this machine, not a file to fix. Not through rich: it may not fit.
+    print(_OUT_OF_MEMORY, file=sys.stderr, flush=True)
+    return 1
+
+
+_OUT_OF_MEMORY = ("forge: out of memory: the command needed more memory than the system "
+                  "would give it (MemoryError), and stopped")
 
 
 def _run(argv: list[str] | None) -> int:

@@ -8,6 +8,18 @@ journal, the HTML report, attempt error texts) passes its text through
 :func:`redact`, which replaces each registered value with ``***``. Log records are
 redacted as they are made (see :func:`register_secret`).
 
+What is masked: the value in each of its forms (as written, JSON-escaped, in a
+Python ``repr``, HTML-escaped, percent-encoded with upper- or lower-case hex, base64
+standard and urlsafe, with or without padding), and, for a value of
+:data:`MIN_PIECE_CHARS` (12) characters or more, every *piece* of one of those forms:
+12 or more of its characters in a row, also with whitespace (or the ``\n``, ``\r``,
+``\t`` escapes of JSON) between them, and its base64 inside a longer base64 blob at
+any byte alignment. A service that echoes 40 of a key's 48 characters, wraps it over
+lines or base64-encodes it with other bytes is masked as well as one that echoes it
+whole (:mod:`forge._secret_pieces` says how, in a few milliseconds per megabyte).
+A value of 8 to 11 characters is masked whole only, in each of its forms: a run that
+short of it would be ordinary text too often.
+
 Rules for callers:
 
 - Redact *before* you truncate. A clip that cuts a secret in two leaves a prefix
@@ -50,12 +62,23 @@ import re
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from forge._secret_pieces import (
+    MIN_PIECE_CHARS,
+    PieceIndex,
+    encoded_forms,
+    findable_in_pieces,
+    lower_hex,
+    stripped_len,
+)
 
 __all__ = [
     "MASK",
     "MIN_FRAGMENT_CHARS",
+    "MIN_PIECE_CHARS",
     "MIN_SECRET_CHARS",
     "RedactingFilter",
     "clear_secrets",
@@ -82,10 +105,30 @@ _DROP_MARKS = ("bytes dropped]\n", "bytes dropped]\\n")
 
 _NUMBER_LIKE = re.compile(r"[0-9+\-.eE]+")
 
-# Every registered value and its escaped forms, longest first so that a longer form
-# that contains a shorter one is replaced whole. Replaced, never mutated: readers
-# take the tuple without the lock.
-_needles: tuple[str, ...] = ()
+
+@dataclass(frozen=True)
+class _Secrets:
+    """What redaction looks for. Replaced, never mutated: readers take it without the lock."""
+
+    #: Every textual form of every secret, longest first: what a clip made before
+    #: redaction may have left a prefix or suffix of at a cut mark.
+    needles: tuple[str, ...] = ()
+    #: Forms replaced whole with ``str.replace``: those of secrets shorter than
+    #: MIN_PIECE_CHARS, and those the index cannot find whole (findable_in_pieces);
+    #: longest first so that a longer form that contains a shorter one goes whole.
+    whole: tuple[str, ...] = ()
+    #: Forms found in pieces, and their index.
+    piece_forms: frozenset[str] = frozenset()
+    pieces: PieceIndex | None = None
+
+    @property
+    def longest(self) -> int:
+        """Characters (whitespace left out, for pieces) of the longest thing masked."""
+        return max([len(n) for n in self.needles[:1] + self.whole[:1]]
+                   + [self.pieces.longest if self.pieces else 0])
+
+
+_state = _Secrets()
 _lock = threading.Lock()
 _warned: set[str] = set()  # digests of refused values already warned about
 _factory_installed = False
@@ -111,7 +154,6 @@ def register_secret(value: str, *, name: str | None = None) -> bool:
     value cannot be redacted safely: shorter than :data:`MIN_SECRET_CHARS`, or
     number-like. Registering a value twice is harmless.
     """
-    global _needles
     if not isinstance(value, str):
         raise TypeError(f"a secret is a str, not {type(value).__name__}")
     why = None
@@ -124,24 +166,44 @@ def register_secret(value: str, *, name: str | None = None) -> bool:
         return False
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
              repr(value)[1:-1], html.escape(value), html.escape(value, quote=False),
-             quote(value, safe=""), quote_plus(value)}
+             quote(value), quote(value, safe=""), quote_plus(value)}
+    forms |= {lower_hex(form) for form in forms}
+    encoded = encoded_forms(value)
+    # A secret shorter than MIN_PIECE_CHARS is replaced whole only: a piece of it would
+    # be ordinary text too often. So is a form the pieces' index cannot find whole.
+    pieces = ({f for f in forms | encoded if stripped_len(f) >= MIN_PIECE_CHARS}
+              if len(value) >= MIN_PIECE_CHARS else set())
+    whole = (forms | encoded) - {f for f in pieces if findable_in_pieces(f)}
+    global _state
     with _lock:
-        _needles = tuple(sorted(set(_needles) | forms, key=lambda s: (-len(s), s)))
+        old = _state
+        piece_forms = old.piece_forms | pieces
+        _state = _Secrets(
+            needles=_longest_first(set(old.needles) | forms),
+            whole=_longest_first(set(old.whole) | whole),
+            piece_forms=piece_forms,
+            pieces=old.pieces if piece_forms == old.piece_forms else PieceIndex.build(piece_forms))
     _install_log_redaction()
     return True
+
+
+def _longest_first(forms: set[str]) -> tuple[str, ...]:
+    return tuple(sorted(forms, key=lambda s: (-len(s), s)))
 
 
 def redact(text: str) -> str:
     """``text`` with every registered secret (in any of its forms) replaced by ``***``,
     and any piece of one left at a cut mark by a clip made before (module docstring)."""
-    needles = _needles
-    if not needles:  # the fast path: no secret, nothing to look for
+    state = _state
+    if not state.needles:  # the fast path: no secret, nothing to look for
         return text
-    for needle in needles:
+    for needle in state.whole:
         if needle in text:
             text = text.replace(needle, MASK)
+    if state.pieces is not None:
+        text = state.pieces.mask(text, MASK)
     if any(mark in text for mark in _CUT_MARKS + _DROP_MARKS):
-        text = _mask_pieces(text, needles)
+        text = _mask_pieces(text, state.needles)
     return text
 
 
@@ -154,7 +216,7 @@ def clip(text: str, limit: int, *, marker: str = "...") -> str:
     """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-    longest = len(_needles[0]) if _needles else 0
+    longest = _state.longest
     end = limit + longest + 1
     while True:
         window = redact(text[:end])
@@ -162,7 +224,8 @@ def clip(text: str, limit: int, *, marker: str = "...") -> str:
             return window if len(window) <= limit else window[:limit] + marker
         # The window's last ``longest`` characters may hold the start of a secret that
         # continues past it; once they lie beyond the cut, the cut is where it would be.
-        if len(window) > limit + longest:
+        # Counted without whitespace: a piece may have any amount of it inside.
+        if len(window) > limit + longest and stripped_len(window[limit:]) > longest:
             return window[:limit] + marker
         end *= 2
 
@@ -204,9 +267,9 @@ def _mask_pieces(text: str, needles: tuple[str, ...]) -> str:
 
 def clear_secrets() -> None:
     """Forget every registered secret (for tests; a process keeps its secrets)."""
-    global _needles
+    global _state
     with _lock:
-        _needles = ()
+        _state = _Secrets()
         _warned.clear()
 
 
@@ -225,7 +288,7 @@ def _warn_once(value: str, name: str | None, why: str) -> None:
 
 def _redact_record(record: logging.LogRecord) -> None:
     """Redact a record's message, exception text and stack in place."""
-    if not _needles:
+    if not _state.needles:
         return
     try:
         message = record.getMessage()

@@ -113,3 +113,21 @@ def test_an_error_on_line_100_says_line_100(make_bench: MakeBench,
     dev.write_text(dev.read_text(encoding="utf-8") + "{not json}\n", encoding="utf-8")
     code, out, err = conftest.run_forge(capsys, "eval", bench)
     assert_user_error(code, out, err, f"{dev}:100: malformed JSON")
+
+
+@pytest.mark.parametrize("command", [["registry", "show"], ["registry", "show", "--json"]])
+def test_running_out_of_memory_is_one_line_and_exit_1(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    import forge._digest
+
+    def refuse(value: object) -> str:
+        # Where the report's registry ran out: its digest, as canonical JSON.
+        raise MemoryError
+
+    monkeypatch.setattr(forge._digest, "canonical_json", refuse)
+    code, _, err = conftest.run_forge(capsys, *command, ARITH / "registry.yaml")
+    assert code == 1
+    assert "Traceback" not in err
+    assert err.splitlines() == ["forge: out of memory: the command needed more memory than "
+                                "the system would give it (MemoryError), and stopped"]

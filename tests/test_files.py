@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from conftest import ARITH, assert_user_error, run_forge
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+import forge
 from forge import _files
 from forge._files import (
     YamlDocument,
@@ -516,3 +523,151 @@ def test_pydantic_wording_never_reaches_the_user(data: dict[str, Any], field: st
     problem = validation_problem(info.value, data=data)
     assert (problem.field, problem.message[:len(message)]) == (field, message), problem
     assert not any(word in problem.message for word in _PYDANTIC_WORDS), problem.message
+
+
+# ------------------------------------------------------- aliases repeating long text (issue 43)
+
+
+def _alias_bomb(path: Path, settings: int = 5000, text_bytes: int = 2**20) -> Path:
+    """The registry of the report: one ``text_bytes`` description, reused by alias in
+    every other setting (1.4 MB on disk, 5 GB of text once expanded)."""
+    text = "x" * text_bytes
+    rows = [f'  s0: {{type: int, min: 0, max: 1, default: 0, description: &b "{text}"}}']
+    rows += [f"  s{i}: {{type: int, min: 0, max: 1, default: 0, description: *b}}"
+             for i in range(1, settings)]
+    path.write_text("name: bomb\nsettings:\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.timeout(60)
+def test_an_alias_repeating_a_long_text_is_refused_at_the_alias_in_one_line(
+        tmp_path: Path) -> None:
+    path = _alias_bomb(tmp_path / "registry.yaml")
+    started = time.monotonic()
+    with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:
+        # A process of its own, so that its peak memory is its own (os.wait4).
+        child = subprocess.Popen(
+            [sys.executable, "-m", "forge", "registry", "show", "--json", str(path)],
+            stdout=out, stderr=err,
+            env={**os.environ, "PYTHONPATH": str(Path(forge.__file__).parents[1])})
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    line = assert_user_error(child.returncode, (tmp_path / "out").read_text(),
+                             (tmp_path / "err").read_text(), str(path), "16,777,216 bytes",
+                             "the bound")
+    # The 17th 1 MiB copy (s15, line 18, its alias at column 61) crosses 16 MiB: refused
+    # there, before anything is built from the document.
+    assert f"{path}:18:" in line and "column 61" in line, line
+    assert time.monotonic() - started < 30
+    # Expanded it is 5 GB of text; its digest, as JSON, took 7.2 GB before it failed.
+    assert usage.ru_maxrss < 400 * 1024, usage.ru_maxrss  # KiB
+
+
+@pytest.mark.timeout(60)
+def test_an_evaluation_of_a_bench_whose_registry_is_an_alias_bomb_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench"
+    shutil.copytree(ARITH, bench)
+    _alias_bomb(bench / "registry.yaml")
+    (bench / "defaults.yaml").write_text("".join(f"s{i}: 0\n" for i in range(5000)),
+                                         encoding="utf-8")
+    code, out, err = run_forge(capsys, "eval", bench, "--json")
+    assert_user_error(code, out, err, "registry.yaml:18:", "16,777,216 bytes")
+
+
+def test_a_yaml_file_larger_than_the_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as file:
+        file.truncate(64 * 2**20 + 1)  # sparse: nothing of it is in memory or on disk
+    with pytest.raises(BenchError) as info:
+        load_yaml(path, BenchError)
+    assert "larger than 16,777,216 bytes" in info.value.message, str(info.value)
+
+
+def test_a_document_just_within_the_byte_bound_loads(tmp_path: Path) -> None:
+    from forge.bounds import MAX_YAML_BYTES
+
+    text_bytes = 2**20
+    copies = MAX_YAML_BYTES // text_bytes - 1  # and the keys: within the bound
+    path = tmp_path / "ok.yaml"
+    path.write_text(f'a: &t "{"y" * text_bytes}"\nb: [{", ".join(["*t"] * (copies - 1))}]\n',
+                    encoding="utf-8")
+    data = load_yaml(path, BenchError).data
+    assert len(data["b"]) == copies - 1 and data["b"][0] is data["a"]
+
+
+def test_a_registry_sharing_small_texts_by_alias_and_merge_still_loads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = ['  s0: &int {type: int, min: 0, max: 9, default: 1, description: &d "a shared '
+            'description, as a person would write one"}']
+    rows += [f"  s{i}: {{<<: *int, default: {i % 10}, description: *d}}" for i in range(1, 200)]
+    path = tmp_path / "registry.yaml"
+    path.write_text("name: shared\nsettings:\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    code, out, err = run_forge(capsys, "registry", "show", "--json", path)
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert len(settings) == 200 and settings["s7"]["default"] == 7
+    assert {s["description"] for s in settings.values()} == {
+        "a shared description, as a person would write one"}
+
+
+# A YAML document of anchored values, each made of scalars and aliases of the values
+# anchored before it (and merges of those that are mappings), in flow style; strings
+# are written as JSON, which is a double-quoted YAML scalar.
+_SCALAR = st.one_of(st.text(st.characters(codec="utf-8"), max_size=40).map(json.dumps),
+                    st.integers(-10**6, 10**6).map(str), st.sampled_from(["true", "1.5", "~"]))
+
+
+@st.composite
+def _aliased_documents(draw: st.DrawFn) -> str:
+    rows: list[str] = []
+    mappings: list[int] = []
+
+    def value(depth: int, defined: int) -> str:
+        # An anchored value is never an alias itself: YAML has no anchor on an alias.
+        kinds = ["scalar", "list", "map"] if depth == 0 else ["scalar", "alias", "list", "map"]
+        kind = draw(st.sampled_from(kinds if depth < 3 else ["scalar", "alias"]))
+        if kind == "alias" and defined:
+            return f"*a{draw(st.integers(0, defined - 1))}"
+        if kind == "list":
+            return "[" + ", ".join(value(depth + 1, defined)
+                                   for _ in range(draw(st.integers(0, 4)))) + "]"
+        if kind == "map":
+            keys = draw(st.lists(st.text(st.characters(codec="utf-8"), max_size=12),
+                                 max_size=4, unique=True))
+            items = [f"{json.dumps(k)}: {value(depth + 1, defined)}" for k in keys]
+            if mappings and draw(st.booleans()):
+                items.insert(0, f"<<: *a{draw(st.sampled_from(mappings))}")
+            return "{" + ", ".join(items) + "}"
+        return draw(_SCALAR)
+
+    for i in range(draw(st.integers(1, 7))):
+        text = value(0, i)
+        if text.startswith("{"):
+            mappings.append(i)
+        rows.append(f"d{i}: &a{i} {text}")
+    return "\n".join(rows) + "\n"
+
+
+def _text_bytes(value: object) -> int:
+    """UTF-8 bytes of every string (key or value) in ``value``, each counted as often as
+    it occurs, as a digest or a JSON dump of it would write them."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item.encode("utf-8", "surrogatepass"))
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return total
+
+
+@settings(max_examples=300, deadline=None)
+@given(_aliased_documents())
+def test_the_expanded_bytes_the_loader_counts_bound_the_text_it_returns(text: str) -> None:
+    from forge._parse import compose_yaml
+
+    composed = compose_yaml(text)
+    assert _text_bytes(composed.data) <= composed.expanded_bytes
