@@ -111,7 +111,7 @@ def search_command(
         # Chosen here, so that an interruption can name the run to resume.
         run_id = run_id or new_run_id(bench.name)
         with _resumable(run_id, journals):
-            outcome = launch_search(bench_path, start=start, max_steps=max_steps,
+            outcome = launch_search(bench, start=start, max_steps=max_steps,
                                     patience=patience, budget_rollouts=budget_rollouts, k=k,
                                     seed=seed, proposer=proposer,
                                     candidates_per_step=candidates, run_id=run_id,
