@@ -53,9 +53,9 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_CHOICES = 10_000
 #: Settings of one registry. A search lists, ranks and keys every setting's moves each
 #: step, and its proposer fits a model per setting: at 10,000 settings the first
-#: candidate comes about 16 s after the start and each later step takes about half a
-#: minute of forge's own time on one core (benchmarks/results/scaling.md); twice as many
-#: doubles both, and loading the registry's YAML alone takes seconds.
+#: candidate comes about 13 s after the start and each later step takes about 21 s of
+#: forge's own time (benchmarks/results/scaling.md); twice as many doubles both, and
+#: loading the registry's YAML alone takes seconds.
 MAX_SETTINGS = 10_000
 
 #: One attempt's output as JSON (a Python harness's ``RunOutput``), as the command
