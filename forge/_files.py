@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -323,8 +323,12 @@ def _wording(error: Any) -> str:
     if kind in {"too_long", "too_short"} and "actual_length" in ctx:
         most = kind == "too_long"
         bound = ctx.get("max_length" if most else "min_length")
+        # A mapping's count is not in the context: its validation stops past the bound.
+        actual = ctx["actual_length"]
+        if actual is None and isinstance(error.get("input"), Sized):
+            actual = len(error["input"])
         return (f"{'at most' if most else 'at least'} {bound:,} item(s), got "
-                f"{ctx['actual_length']:,}")
+                + (f"{actual:,}" if isinstance(actual, int) else "more"))
     if kind in {"literal_error", "enum"} and "expected" in ctx:
         return f"expected {ctx['expected']}"
     if message.startswith("Value error, "):

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_METRIC",
     "MAX_NESTING",
     "MAX_OUTPUT_BYTES",
+    "MAX_SETTINGS",
     "MAX_TASKS",
     "MAX_TIMEOUT_S",
     "MAX_YAML_BYTES",
@@ -57,6 +58,12 @@ MAX_CONCURRENCY = 1024
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 #: Choices of one enum setting. Each is a move of the neighbourhood.
 MAX_CHOICES = 10_000
+#: Settings of one registry. A search lists, ranks and keys every setting's moves each
+#: step, and its proposer fits a model per setting: at 10,000 settings the first
+#: candidate comes about 13 s after the start and each later step takes about 21 s of
+#: forge's own time (benchmarks/results/scaling.md); twice as many doubles both, and
+#: loading the registry's YAML alone takes seconds.
+MAX_SETTINGS = 10_000
 
 #: One attempt's output as JSON (a Python harness's ``RunOutput``), as the command
 #: harness bounds its stdout: more is an ``error``, and nothing of it is stored.

@@ -60,7 +60,7 @@ def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
         candidates_per_step=candidates_per_step or 4, executor=executor)
 
 
-def launch_search(bench_path: str | Path, *, start: Config | None = None,
+def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None,
                   max_steps: int | None = None, patience: int | None = None,
                   budget_rollouts: int | None = None, k: int | None = None,
                   seed: int = DEFAULT_SEED, proposer: str = "auto",
@@ -74,9 +74,11 @@ def launch_search(bench_path: str | Path, *, start: Config | None = None,
     current while it runs (for a live view).
 
     ``executor`` (default: the bench's ``executor`` field) is journaled in run.json's
-    options, and a resume uses it again unless told otherwise.
+    options, and a resume uses it again unless told otherwise. ``bench_path`` may be
+    a bench loaded already (the command has: loading a registry of many settings once
+    more cost as long as a step).
     """
-    bench = load_bench(bench_path)
+    bench = bench_path if isinstance(bench_path, Bench) else load_bench(bench_path)
     start = start or bench.defaults
     run_id = run_id or new_run_id(bench.name)
     if not _RUN_ID.match(run_id):

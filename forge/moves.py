@@ -23,7 +23,7 @@ from forge.errors import MoveError, StaleMoveError
 from forge.registry import Config, FloatSetting, IntSetting, Registry, Scalar, same_value
 
 __all__ = ["Move", "MoveKind", "apply_move", "candidate_moves", "expansion", "move_kind",
-           "neighbourhood"]
+           "moved_value", "neighbourhood", "setting_moves"]
 
 MoveKind = Literal["step", "jump"]
 
@@ -56,6 +56,15 @@ class Move(BaseModel):
 
 def apply_move(registry: Registry, config: Config, move: Move) -> Config:
     """The config with ``move`` applied; refuses stale, no-op, unknown or out-of-bounds moves."""
+    values = dict(config.values)
+    values[move.target] = moved_value(registry, config, move)
+    return Config(values=values, registry_digest=config.registry_digest)
+
+
+def moved_value(registry: Registry, config: Config, move: Move) -> Scalar:
+    """The value ``move`` gives its setting, checked and refused as :func:`apply_move`
+    does, without building the moved config: a config is as large as the registry, and
+    a search asks this of every candidate move of every step."""
     setting = registry.settings.get(move.target)
     if setting is None:
         raise MoveError(f"move {move}: unknown setting {move.target!r}")
@@ -68,9 +77,7 @@ def apply_move(registry: Registry, config: Config, move: Move) -> Config:
         raise MoveError(f"move {move}: {exc}") from None
     if same_value(after, current):
         raise MoveError(f"move {move} changes nothing")
-    values = dict(config.values)
-    values[move.target] = after
-    return Config(values=values, registry_digest=config.registry_digest)
+    return after
 
 
 def neighbourhood(registry: Registry, config: Config) -> list[Move]:
@@ -113,6 +120,16 @@ def candidate_moves(registry: Registry, config: Config, *, jumps: bool = True) -
             current = config.values[name]
             moves += [Move(target=name, before=current, after=v) for v in setting.jumps(current)]
     return moves
+
+
+def setting_moves(registry: Registry, config: Config, name: str, *,
+                  jumps: bool = True) -> list[Move]:
+    """The moves of :func:`candidate_moves` that change ``name``, in its order (steps,
+    then jumps), without listing every other setting's."""
+    setting = registry.settings[name]
+    current = config.values[name]
+    values = [*setting.neighbours(current), *(setting.jumps(current) if jumps else [])]
+    return [Move(target=name, before=current, after=v) for v in values]
 
 
 def expansion(registry: Registry, move: Move) -> Move | None:

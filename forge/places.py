@@ -17,14 +17,19 @@ import itertools
 import math
 from typing import Any
 
+from forge.config_keys import move_key
 from forge.errors import MoveError
-from forge.moves import Move, apply_move, candidate_moves
+from forge.moves import Move, moved_value, setting_moves
 from forge.registry import Config, FloatSetting, IntSetting, Registry, same_value
 
 __all__ = ["Places", "TriedKey"]
 
-#: (the incumbent's fingerprint, with its precision round if any; the candidate's).
-TriedKey = tuple[str, str]
+#: (the incumbent's fingerprint, with its precision round if any; the setting moved;
+#: its new value's canonical JSON). Against one incumbent, two moves share a key
+#: exactly when their candidates share a fingerprint (:mod:`forge.config_keys`), and
+#: the key costs no fingerprint of a candidate: the search keys every candidate move
+#: of every step.
+TriedKey = tuple[str, str, str]
 
 
 class Places:
@@ -39,8 +44,8 @@ class Places:
     def key(self, incumbent: Config, move: Move, round_: int) -> TriedKey:
         """The tried-key of a move that is its own place (a candidate move)."""
         inc = incumbent.fingerprint
-        candidate = apply_move(self.registry, incumbent, move)
-        return (inc if not round_ else f"{inc}@round{round_}", candidate.fingerprint)
+        after = moved_value(self.registry, incumbent, move)  # refuses as apply_move does
+        return (inc if not round_ else f"{inc}@round{round_}", *move_key(move.target, after))
 
     def tried_key(self, incumbent: Config, move: Move, round_: int) -> TriedKey:
         """The tried-key of ``move``'s place."""
@@ -65,8 +70,7 @@ class Places:
                 move.after, bool) or not isinstance(move.after, int | float) or not (
                 setting.min <= move.after <= setting.max):
             return move  # not numeric, or illegal (NaN, out of bounds): apply_move says why
-        options = [m for m in candidate_moves(self.registry, incumbent, jumps=self.jumps)
-                   if m.target == move.target]
+        options = setting_moves(self.registry, incumbent, move.target, jumps=self.jumps)
         if not options or any(same_value(m.after, move.after) for m in options):
             return move
         if setting.scale == "log":

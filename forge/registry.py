@@ -34,7 +34,7 @@ from forge._files import (
     validation_problem,
 )
 from forge._show import short
-from forge.bounds import MAX_CHOICES
+from forge.bounds import MAX_CHOICES, MAX_SETTINGS
 from forge.errors import ConfigError, RegistryError
 from forge.secrets import clip
 
@@ -387,7 +387,7 @@ class Registry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
-    settings: dict[str, Setting] = Field(min_length=1)
+    settings: dict[str, Setting] = Field(min_length=1, max_length=MAX_SETTINGS)
     hints: dict[str, dict[str, str]] = Field(default_factory=dict)
     runtime: RuntimeSection | None = None
 

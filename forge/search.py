@@ -324,8 +324,9 @@ class Search:
         """This step's proposals: the runtime mutator's first moves, then moves the
         memory found promising at an earlier incumbent, then the proposer's, then the
         rest of ``untried`` at random; one move per setting, ``candidates_per_step``."""
+        open_moves = set(untried)  # membership in a list of every move was O(settings)
         queued = [Proposal(move=m, proposer="runtime", reason="proposed most often by the "
-                           "runtime mutator") for m in self.first_moves if m in untried]
+                           "runtime mutator") for m in self.first_moves if m in open_moves]
         if self.round:
             floor = self.bench.spec.gates.min_effect
             for m in untried:  # in a round, only close moves: each has its effect
@@ -343,6 +344,7 @@ class Search:
                           hint_jumps=self.options.hint_jumps)
         proposed, refused = offered(self.proposer, view, len(untried))
         offers = queued + proposed
+        by_proposer = set(proposed)
         # A proposer may refuse what its own source produced (an LLM's unusable reply),
         # and the search what the proposer returned (an error, a NaN): each refusal is
         # journaled as a record of its own, and the step goes on.
@@ -361,7 +363,7 @@ class Search:
             if p.move in seen or p.move.target in targets:
                 continue
             if self.places.was_tried(incumbent, p.move, tried, self.round):
-                if self.options.near_copy_records and p in proposed:
+                if self.options.near_copy_records and p in by_proposer:
                     self._refuse(step, incumbent, self.places.near_copy(incumbent, p.move))
                 seen.add(p.move)  # one record for a move offered twice
                 continue

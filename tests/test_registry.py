@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import assert_user_error, run_forge
 
-from forge.bounds import MAX_CHOICES
+from forge.bounds import MAX_CHOICES, MAX_SETTINGS
 from forge.errors import ConfigError, InputFileError, RegistryError, UserError
 from forge.registry import (
     BoolSetting,
@@ -663,6 +664,22 @@ def test_more_enum_choices_than_the_bound_are_refused(tmp_path: Path) -> None:
     with pytest.raises(RegistryError, match=f"settings.e.choices: at most {MAX_CHOICES:,} "
                                             rf"item\(s\), got {MAX_CHOICES + 1:,}"):
         load_registry(path)
+
+
+def test_a_registry_of_more_settings_than_the_bound_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A search keys, ranks and models every setting each step: past the bound it takes
+    # minutes a step; 10,000 settings had no first candidate in 600 s before the fix.
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsettings:\n" + "".join(
+        f"  s{i}: {{type: bool, default: false}}\n" for i in range(MAX_SETTINGS + 1)),
+        encoding="utf-8")
+    assert_user_error(*run_forge(capsys, "registry", "show", path),
+                      f"{path}:2: settings: at most {MAX_SETTINGS:,} item(s), got "
+                      f"{MAX_SETTINGS + 1:,}")
+    at_bound = {f"s{i}": {"type": "bool", "default": False} for i in range(MAX_SETTINGS)}
+    assert len(Registry.model_validate({"name": "r", "settings": at_bound}).settings) == \
+        MAX_SETTINGS
 
 
 def one_setting(tmp_path: Path, name: str, kind: str, values: dict[str, str]) -> Path:

@@ -686,3 +686,48 @@ def test_tolerances_do_not_add_up_across_moves_and_the_test_check_agrees(
     capsys.readouterr()
     assert main(["journal", "show", "r", "--journals", str(tmp_path / "j")]) == 0
     assert "within tolerance vs start: cost +8.0%" in " ".join(capsys.readouterr().out.split())
+
+
+class _TooManyFingerprints(Exception):
+    pass
+
+
+def test_a_search_of_2000_settings_fingerprints_the_configs_it_screens_not_each_move(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each candidate move was keyed by its moved config's fingerprint (a hash of every
+    # setting), and the proposer checked each suggestion the same way: a step cost the
+    # square of the settings (39.5 s to a first candidate at 1,000 settings, none in
+    # 600 s at 10,000). A fingerprint is now computed for the configs a search runs;
+    # counted here (every config fingerprint and registry digest goes through
+    # registry.digest_of), and stopped at once past the count, so a regression fails
+    # in seconds rather than running for minutes.
+    import forge.registry
+
+    n = 2000
+    kinds = ["{type: int, min: 0, max: 10, default: 5}",
+             "{type: float, min: 0.0, max: 1.0, step: 0.1, default: 0.5}",
+             "{type: bool, default: false}", "{type: enum, choices: [a, b, c], default: a}"]
+    registry = "name: wide\nsettings:\n  boost: {type: bool, default: false}\n" + "".join(
+        f"  s{i:04d}: {kinds[i % 4]}\n" for i in range(n - 1))
+    bench = write_search_bench(tmp_path / "wide", """
+def run(config, task, ctx):
+    p = 0.8 if config["boost"] else 0.5
+    ok = random.Random(ctx.seed).random() < p
+    return {"output": task.expected if ok else "wrong"}
+""", registry=registry, tasks=search_tasks(12, 6, 6), k=2)
+    limit = 100
+    counted = 0
+    digest_of = forge.registry.digest_of
+
+    def counting(value: Any) -> str:
+        nonlocal counted
+        counted += 1
+        if counted > limit:
+            raise _TooManyFingerprints(f"more than {limit} fingerprints")
+        return digest_of(value)
+
+    monkeypatch.setattr(forge.registry, "digest_of", counting)
+    outcome = search(bench, tmp_path, proposer="auto", max_steps=1)
+    screened = {r["candidate"] for r in candidates(outcome) if r.get("candidate")}
+    assert len(screened) >= 4  # the step's candidates, each run on its first chunk
+    assert counted <= len(screened) + 5  # those, the start config and the registry

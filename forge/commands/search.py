@@ -116,7 +116,7 @@ def search_command(
         if progress is not None:
             progress.resume = _command("search --resume", run_id, journals)
         with _resumable(run_id, journals):
-            outcome = launch_search(bench_path, start=start, max_steps=max_steps,
+            outcome = launch_search(bench, start=start, max_steps=max_steps,
                                     patience=patience, budget_rollouts=budget_rollouts, k=k,
                                     seed=seed, proposer=proposer,
                                     candidates_per_step=candidates, run_id=run_id,

@@ -26,11 +26,17 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 import optuna
-from optuna.distributions import BaseDistribution
-from optuna.trial import FrozenTrial
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge._optuna import encode_values, optuna_param, quiet_optuna
+from forge.config_keys import move_key, one_change
 from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
@@ -81,6 +87,8 @@ class OptunaProposer(Proposer):
         self._distributions = {name: p.distribution for name, p in self._params.items()}
         self._trials: list[FrozenTrial] = []  # observed in this process, in order
         self._observed: set[str] = set()
+        #: (trials in it, the study suggestions are drawn from, its asked trial).
+        self._models: tuple[int, optuna.Study, FrozenTrial] | None = None
 
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
@@ -124,29 +132,58 @@ class OptunaProposer(Proposer):
 
     def suggest(self, target: str, incumbent: Config) -> Scalar | None:
         """Where TPE puts ``target`` with every other setting at ``incumbent``'s value
-        (Optuna's ``PartialFixedSampler`` over a univariate TPE fitted on every trial),
+        (Optuna's ``PartialFixedSampler`` over a univariate TPE fitted on every trial:
+        the draw reads no other setting, so it is the same at every incumbent),
         snapped to a legal value; None before the first trial."""
+        with quiet_optuna():
+            return self._suggest(target)
+
+    def _suggest(self, target: str) -> Scalar | None:
+        """:meth:`suggest`, with Optuna quiet already (as once for a whole ranking)."""
         if not self._trials:
             return None
         param = self._params[target]
-        fixed = {name: self._params[name].encode(incumbent.values[name])
-                 for name in self._params if name != target}
         # A seed per (run seed, trial count, setting): reproducible, fresh as the model
         # changes.
         seed = random.Random(f"forge-optuna:{self.seed}:{len(self._trials)}:{target}"
                              ).getrandbits(32)
-        with quiet_optuna():
-            study = optuna.create_study(direction="maximize", sampler=(
-                optuna.samplers.PartialFixedSampler(fixed, self._sampler(seed))))
-            study.add_trials(self._trials)
-            value = study.ask(self._distributions).params[target]
+        distribution = self._distributions[target]
+        value: Any
+        if distribution.single():  # as a trial's suggestion: its one value, no sampling
+            value = (distribution.low if isinstance(distribution, IntDistribution
+                                                    | FloatDistribution)
+                     else distribution.choices[0] if isinstance(
+                         distribution, CategoricalDistribution) else None)
+        else:
+            model, asked = self._model()
+            # The univariate TPE's draw for this one setting, as Optuna's ask makes it
+            # with every other setting fixed (PartialFixedSampler): a fixed setting
+            # takes no draw from the sampler's random state and TPE reads only this
+            # setting's values of the trials, so the draw is the same. Asking a study
+            # of every setting, once per setting, cost the square of the settings.
+            value = self._sampler(seed).sample_independent(model, asked, target, distribution)
         return param.setting.snap(param.decode(value))
+
+    def _model(self) -> tuple[optuna.Study, FrozenTrial]:
+        """An in-memory study of every trial observed so far, and a trial asked of it
+        (running, as the one a suggestion is drawn for): built once for all the
+        settings a ranking asks about, again when a trial has been observed since."""
+        if self._models is None or self._models[0] != len(self._trials):
+            with quiet_optuna():
+                study = optuna.create_study(direction="maximize",
+                                            sampler=optuna.samplers.RandomSampler(seed=0))
+                study.add_trials(self._trials)
+                study.ask()
+            asked = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))[0]
+            self._models = (len(self._trials), study, asked)
+        return self._models[1], self._models[2]
 
     def rank(self, view: SearchView) -> list[tuple[Move, bool]]:
         """Every untried move of ``view``, TPE's suggestion first per setting (flagged
         True), settings least tried against the incumbent first and taken in turn."""
+        candidates = candidate_moves(view.registry, view.incumbent)
         total: dict[str, int] = {}
-        for m in candidate_moves(view.registry, view.incumbent):
+        for m in candidates:
             total[m.target] = total.get(m.target, 0) + 1
         by_target: dict[str, list[tuple[Move, bool]]] = {}
         for m in view.untried:
@@ -154,17 +191,23 @@ class OptunaProposer(Proposer):
         # A suggestion the search has left out of ``untried`` (tried against this
         # incumbent, or a jump with jumps off), or whose config was scored already, would
         # be journaled "already tried" and take its setting's place in the step.
-        offered = set(candidate_moves(view.registry, view.incumbent))
-        seen = {c.fingerprint for c in view.history}
+        offered = set(candidates)
+        untried = set(view.untried)
+        # The scored configs one move from the incumbent, by that move: whether a
+        # suggestion's config was scored, without fingerprinting it (config_keys).
+        seen = {key for c in view.history
+                if (key := one_change(view.incumbent.values, c.values)) is not None}
+        with quiet_optuna():  # once: setting Optuna's verbosity costs as much as a draw
+            suggestions = {target: self._suggest(target) for target in by_target}
         for target, moves in by_target.items():
             view.rng.shuffle(moves)
-            value = self.suggest(target, view.incumbent)
+            value = suggestions[target]
             current = view.incumbent.values[target]
             if value is None or same_value(value, current):
                 continue
             move = Move(target=target, before=current, after=value)
-            if (move in offered and move not in view.untried) or view.registry.with_values(
-                    view.incumbent, {target: value}).fingerprint in seen:
+            if (move in offered and move not in untried) or move_key(
+                    target, view.registry.settings[target].check(value)) in seen:
                 continue
             moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
         left = {t: len(ms) for t, ms in by_target.items()}

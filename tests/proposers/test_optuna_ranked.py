@@ -14,6 +14,7 @@ import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from proposer_helpers import (
+    MIXED,
     assert_legal,
     key,
     make_registry,
@@ -320,3 +321,50 @@ def test_an_off_grid_hand_config_is_recorded(optuna_log: _Records) -> None:
 
 def test_optuna_satisfies_the_protocol() -> None:
     assert isinstance(OptunaProposer(mixed_registry()), Proposer)
+
+
+def asked_of_a_whole_study(proposer: OptunaProposer, target: str, incumbent: Config) -> object:
+    """TPE's suggestion for ``target`` as an Optuna ask over every setting makes it, the
+    others fixed at the incumbent's (PartialFixedSampler): how the proposer drew it
+    before, at a cost that grew with the square of the settings."""
+    params = proposer._params
+    fixed = {n: params[n].encode(incumbent.values[n]) for n in params if n != target}
+    seed = random.Random(f"forge-optuna:{proposer.seed}:{proposer.n_trials}:{target}"
+                         ).getrandbits(32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.logging.set_verbosity(logging.WARNING)
+        study = optuna.create_study(direction="maximize", sampler=(
+            optuna.samplers.PartialFixedSampler(fixed, proposer._sampler(seed))))
+        study.add_trials(proposer._trials)
+        value = study.ask(proposer.distributions).params[target]
+    return params[target].setting.snap(params[target].decode(value))
+
+
+def test_each_suggestion_is_the_draw_of_an_ask_over_every_setting() -> None:
+    # The suggestion is drawn for its one setting from a study built once per ranking;
+    # it must be the draw a whole study's ask makes, bit for bit, before and after TPE's
+    # startup trials, with constraints, ambiguous enum labels, an off-grid int and a
+    # setting of one value.
+    registry = make_registry({
+        **MIXED,
+        "odd": {"type": "enum", "choices": [1, True, "x"], "default": 1},
+        "k": {"type": "int", "min": 0, "max": 9, "step": 3, "default": 3},
+        "fixed": {"type": "float", "min": 0.5, "max": 0.5, "default": 0.5},
+        "wide": {"type": "float", "min": 0.1, "max": 100.0, "default": 1.0, "scale": "log"},
+    })
+    for seed in range(12):
+        rng = random.Random(seed)
+        proposer = OptunaProposer(registry, seed=seed)
+        for _ in range(rng.randint(0, 14)):
+            config = random_config(registry, rng)
+            if rng.random() < 0.2:
+                config = registry.with_values(config, {"k": 4})  # off the step-3 grid
+            constraints = {"cost": rng.uniform(-1, 1)} if rng.random() < 0.5 else None
+            proposer.observe(config, rng.random(), constraints)
+        incumbent = random_config(registry, rng)
+        for target in registry.settings:
+            expected = (None if not proposer.n_trials
+                        else asked_of_a_whole_study(proposer, target, incumbent))
+            got = proposer.suggest(target, incumbent)
+            assert type(got) is type(expected) and got == expected, (seed, target)
