@@ -22,7 +22,8 @@ The tree::
     │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
     ├── ExecutorLost                the executor can run no more attempts (its Ray
-    │                               instance stopped); the batch in flight is not kept
+    │                               instance stopped, or no live node of its cluster
+    │                               can run one); the batch in flight is not kept
     └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
                                     not come back equal to its original
 
@@ -186,7 +187,8 @@ class RuntimeMutatorError(ForgeError):
 
 
 class ExecutorLost(ForgeError):
-    """The executor can run no more attempts (the Ray instance under it stopped).
+    """The executor can run no more attempts (the Ray instance under it stopped, or no
+    live node of its cluster can run one).
 
     Unlike a worker that dies under an attempt (that attempt is ``lost``, recorded as
     data), nothing the rest of the run would do can succeed: it stops, without keeping
