@@ -22,7 +22,8 @@ The tree::
     │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
     ├── ExecutorLost                the executor can run no more attempts (its Ray
-    │                               instance stopped); the batch in flight is not kept
+    │                               instance stopped, or no live node of its cluster
+    │                               can run one); the batch in flight is not kept
     ├── StartFailed                 a search stopped at once: every attempt of its start
     │                               config's first evaluation failed (the CLI's exit 1)
     └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
@@ -187,7 +188,8 @@ class RuntimeMutatorError(ForgeError):
 
 
 class ExecutorLost(ForgeError):
-    """The executor can run no more attempts (the Ray instance under it stopped).
+    """The executor can run no more attempts (the Ray instance under it stopped, or no
+    live node of its cluster can run one).
 
     Unlike a worker that dies under an attempt (that attempt is ``lost``, recorded as
     data), nothing the rest of the run would do can succeed: it stops, without keeping

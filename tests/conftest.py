@@ -291,6 +291,27 @@ def write_search_bench(root: Path, harness_body: str, *, registry: str = SEARCH_
     return bench
 
 
+#: What differs between two runs of the same search: when, how long, the run's id,
+#: where its attempts ran.
+RUN_VOLATILE = frozenset({"at", "elapsed_s", "run_id", "executor", "options"})
+
+
+def journal_records(folder: Path) -> list[dict[str, Any]]:
+    """The records of a run folder's journal, in order."""
+    return [json.loads(line) for line in
+            (folder / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def stable_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Journal records without what differs between runs of the same search."""
+    return [{k: v for k, v in r.items() if k not in RUN_VOLATILE} for r in rows]
+
+
+def stored_results(folder: Path) -> list[dict[str, Any]]:
+    """The attempt results a run folder's store holds, in order."""
+    return [row["result"] for row in stored_rows(folder)]
+
+
 def read_calls(bench_file: Path) -> list[dict[str, Any]]:
     """The harness calls a search bench logged, in order."""
     log = bench_file.parent / "calls.log"

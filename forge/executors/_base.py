@@ -196,12 +196,15 @@ class Executor(Plugin, ABC):
 
     - ``run_batch`` runs every attempt of the batch it is not cancelled before, and
       hands each result to ``batch.record``; a failing worker never raises out of it
-      (its attempts come back as errors, with the reason).
+      (its attempts come back as errors, with the reason). A failure is charged to the
+      attempt that caused it: an attempt lost with the machine under it (a cluster's
+      node) is run again elsewhere, not recorded as the config's error.
     - ``check`` (a class method) refuses, before anything starts, settings or a harness
       the executor cannot serve; by default it serves any.
     - ``close`` releases what the executor holds (workers, a cluster); by default nothing.
-    - ``broken`` says why the executor can run no more attempts (its cluster is gone),
-      once it cannot; the session then ends the run (:class:`forge.errors.ExecutorLost`).
+    - ``broken`` says why the executor can run no more attempts (its cluster is gone,
+      or no live node of it can run one), once it cannot; the session then ends the
+      run (:class:`forge.errors.ExecutorLost`). Waiting for room is bounded, and said.
     """
 
     name: ClassVar[str]

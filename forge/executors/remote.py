@@ -43,8 +43,8 @@ from forge.task import Task
 if TYPE_CHECKING:
     from forge.results import AttemptResult
 
-__all__ = ["ChunkQueue", "OnOutcome", "Outcome", "RemoteExecutor", "WorkItem", "WorkOutcome",
-           "load_harness", "run_item", "run_item_bounded"]
+__all__ = ["ChunkQueue", "LaneQueue", "OnOutcome", "Outcome", "RemoteExecutor", "WorkItem",
+           "WorkOutcome", "load_harness", "run_item", "run_item_bounded"]
 
 Outcome = Literal["ok", "error", "timeout", "lost"]
 
@@ -278,3 +278,42 @@ class ChunkQueue:
         """Return a chunk as one-item chunks (to find the one item that breaks a worker)."""
         with self._lock:
             self._chunks.extendleft([[item] for item in reversed(chunk)])
+
+
+class LaneQueue(ChunkQueue):
+    """A chunk queue that counts the chunks out with the lanes, for executors whose
+    lanes can end early (a lane with no worker left gives its chunk back and ends).
+
+    ``take`` waits, while the queue is empty, for the chunks out to be settled: one may
+    come back, and the lane that would have ended then runs it. Each chunk taken is
+    settled once, with what of it goes back to the queue (nothing: it was reported).
+    """
+
+    def __init__(self, items: Sequence[WorkItem], workers: int,
+                 cancelled: Callable[[], bool], *, poll_s: float = 0.25) -> None:
+        super().__init__(items, workers, cancelled)
+        self._out = 0
+        self._moved = threading.Condition(self._lock)
+        self._poll_s = poll_s  # how often a waiting take looks at ``cancelled``
+
+    def take(self) -> list[WorkItem] | None:
+        with self._moved:
+            while not self._cancelled():
+                if self._chunks:
+                    self._out += 1
+                    return self._chunks.popleft()
+                if not self._out:
+                    return None
+                self._moved.wait(self._poll_s)
+            return None
+
+    def settle(self, back: Sequence[WorkItem] = (), *, singly: bool = False) -> None:
+        """A chunk taken is done with; ``back`` (its items not reported) goes to the front
+        of the queue, as one chunk or, ``singly``, one chunk per item."""
+        with self._moved:
+            self._out -= 1
+            if singly:
+                self._chunks.extendleft([[item] for item in reversed(back)])
+            elif back:
+                self._chunks.appendleft(list(back))
+            self._moved.notify_all()

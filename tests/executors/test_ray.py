@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import search_tasks, stored_rows, write_search_bench
+from conftest import (
+    journal_records,
+    search_tasks,
+    stable_records,
+    stored_results,
+    write_search_bench,
+)
 from reaper import descendants
 
 from forge.cli import main
@@ -31,7 +37,6 @@ pytest.importorskip("ray")
 
 REAPER = Path(__file__).parents[1] / "reaper.py"
 SEED = 11
-_VOLATILE = {"at", "elapsed_s", "run_id", "executor", "options"}
 
 HARNESS = """
 import os
@@ -101,19 +106,6 @@ def forge_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("forge")]
 
 
-def records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in
-            (folder / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
-def stable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k not in _VOLATILE} for r in rows]
-
-
-def stored(folder: Path) -> list[dict[str, Any]]:
-    return [row["result"] for row in stored_rows(folder)]
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.timeout(600)
@@ -127,16 +119,16 @@ def test_a_killed_worker_loses_only_its_attempt_and_the_search_goes_on(tmp_path:
     assert report["survivors"] == []
     assert forge_lines(report["stderr"]) == []
     folder = journals / "r"
-    written = records(folder)
+    written = journal_records(folder)
     assert written[-1]["kind"] == "end"
-    results = stored(folder)
+    results = stored_results(folder)
     kinds = collections.Counter(r["stop_reason"] for r in results)
     assert kinds == {"completed": len(results) - 1, "error": 1}
     [lost] = [r for r in results if r["stop_reason"] == "error"]
     assert lost["error"].startswith("ray task lost: ActorDiedError")
     # The resume replays the lost attempt from the store and agrees with every record.
     assert main(["search", "--resume", "r", "--journals", str(journals), "--json"]) == 0
-    assert records(folder) == written
+    assert journal_records(folder) == written
 
 
 @pytest.mark.ray
@@ -168,13 +160,13 @@ def test_a_stopped_ray_instance_stops_the_search_with_one_line_and_it_resumes(
         "forge: the local Ray instance stopped (gcs_server, raylet exited); "
         f"resume with: forge search --resume r --journals {journals}"]
     folder = journals / "r"
-    written = records(folder)
+    written = journal_records(folder)
     assert written[-1]["kind"] != "end"
     # Nothing lost to the stopped instance is kept: a resume runs it again.
-    assert all(r["stop_reason"] == "completed" for r in stored(folder))
+    assert all(r["stop_reason"] == "completed" for r in stored_results(folder))
 
     assert main(["search", "--resume", "r", "--journals", str(journals), "--executor", "ray",
                  "--workers", "2", "--json"]) == 0
-    after = records(folder)
+    after = journal_records(folder)
     assert after[:len(written)] == written
-    assert stable(after) == stable(records(tmp_path / "bj" / "r"))
+    assert stable_records(after) == stable_records(journal_records(tmp_path / "bj" / "r"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from forge.bench import load_bench
 from forge.cli import app
 from forge.errors import UserError
 from forge.evaluate import evaluate
-from forge.executors import ExecutorSettings, check_executor
+from forge.executors import ExecutorSettings, WorkItem, check_executor
+from forge.executors.remote import LaneQueue
 from forge.launch import launch_search
 from forge.results import EvalResult
 
@@ -259,3 +262,38 @@ def test_cancelling_stops_the_workers_and_ends_attempts_cancelled(make_bench: Ma
     attempts = [a for t in caught.value.partial.tasks for a in t.attempts]
     reasons = {a.stop_reason for a in attempts}
     assert "cancelled" in reasons and reasons <= {"completed", "cancelled"}
+
+
+def lane_items(n: int) -> list[WorkItem]:
+    return [WorkItem(i, {}, "{}", i, 0, "dev", 1.0) for i in range(n)]
+
+
+def test_a_lane_queue_holds_its_last_lanes_until_every_chunk_is_settled() -> None:
+    # A lane that ends early gives its chunk back: a lane that found the queue empty
+    # meanwhile must still be there to take it.
+    queue = LaneQueue(lane_items(2), workers=2, cancelled=lambda: False, poll_s=0.01)
+    first, second = queue.take(), queue.take()
+    assert first is not None and second is not None
+    taken: list[list[WorkItem] | None] = []
+    waiting = threading.Thread(target=lambda: taken.append(queue.take()))
+    waiting.start()
+    time.sleep(0.1)
+    assert taken == []  # empty, but a chunk is out
+    queue.settle(second)  # that lane ends: its chunk goes back
+    waiting.join(timeout=5)
+    assert taken == [second]
+    queue.settle()
+    queue.settle()
+    assert queue.take() is None  # empty and nothing out: the lanes end
+
+
+def test_a_lane_queue_gives_back_singly_and_stops_on_cancel() -> None:
+    cancelled = threading.Event()
+    queue = LaneQueue(lane_items(8), workers=1, cancelled=cancelled.is_set, poll_s=0.01)
+    chunk = queue.take()
+    assert chunk is not None and len(chunk) == 2
+    queue.settle(chunk, singly=True)
+    assert queue.take() == chunk[:1]
+    assert queue.take() == chunk[1:]
+    cancelled.set()
+    assert queue.take() is None  # two chunks out, three queued: cancelled all the same
