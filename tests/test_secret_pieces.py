@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import MakeBench, run_forge
+from conftest import MakeBench, readable_bytes, run_forge, stored_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -235,12 +235,12 @@ def test_echoes_of_a_key_reach_no_file_of_an_eval_or_a_search(
                                "r1", "--max-steps", "1", "-k", "1", "--budget-rollouts", "200")
     assert code == 0, err
     files = [tmp_path / "r.json", *(p for p in journals.rglob("*") if p.is_file())]
-    assert {p.name for p in files} >= {"r.json", "attempts.jsonl", "journal.jsonl"}
-    for path in files:
-        assert not leaks(path.read_text(encoding="utf-8"), key), path
+    assert {p.name for p in files} >= {"r.json", "attempts.jsonl.gz", "journal.jsonl"}
+    for path in files:  # the attempt store decompressed: a byte search of gzip finds nothing
+        assert not leaks(readable_bytes(path).decode("utf-8"), key), path
     assert not leaks(out + err, key)
     result = (tmp_path / "r.json").read_text(encoding="utf-8")
-    attempts = (journals / "r1" / "attempts.jsonl").read_text(encoding="utf-8")
+    attempts = stored_text(journals / "r1")
     for data in (result, attempts):  # the echoes were there, and were masked
         assert f"the answer, and {MASK}" in data and f"the service refused: {MASK}" in data
         assert re.search(r'"reply": ?"\*\*\*"', data)
