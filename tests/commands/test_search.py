@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, forget_bench_harness, write_search_bench
+from conftest import ROOT, forget_bench_harness, stored_rows, write_search_bench
 from conftest import run_forge as forge
 
 from forge.records import StopRecord
@@ -53,7 +53,7 @@ def test_a_harness_failing_every_attempt_stops_the_search_at_once(
     assert stop["failure"]["task_id"] == "dev-09" and stop["failure"]["stop"] == "error"
     assert stop["failure"]["error"].startswith("ConnectionError: model endpoint")
     assert written[2]["stop_reason"] == "start_failed" and written[2]["promotions"] == []
-    assert len((journals / "r" / "attempts.jsonl").read_text().splitlines()) == 8
+    assert len(stored_rows(journals / "r")) == 8
     # stdout: why, counted, and where to look next (no report of a run that compared
     # nothing, no promotion).
     assert "failures: 8 of 8 attempts unscored (100.0%)" in out
