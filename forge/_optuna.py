@@ -114,7 +114,9 @@ def optuna_param(setting: Setting) -> OptunaParam:
     if isinstance(setting, BoolSetting):
         return OptunaParam(setting, CategoricalDistribution([False, True]))
     choices = list(setting.choices)
-    ambiguous = any(a == b for i, a in enumerate(choices) for b in choices[i + 1:])
+    # Labels when two choices are equal to Python (1, True, 1.0): a set hashes them as
+    # one, as ``==`` sees them, in one pass at any number of choices.
+    ambiguous = len(set(choices)) < len(choices)
     if ambiguous:
         labels = tuple(repr(c) for c in choices)
         return OptunaParam(setting, CategoricalDistribution(list(labels)), labels)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -171,20 +172,27 @@ def write_run(folder: Path, info: RunInfo) -> None:
                            file=exc.filename or folder / "run.json") from None
 
 
-def lock_run(folder: Path) -> contextlib.AbstractContextManager[None]:
-    """Hold the run folder's lock while writing it (a new run, a resume): a second
-    writer of the same run is refused with one line, before it writes anything."""
-    run_id = folder.name
+def run_lock_file(folder: Path) -> Path:
+    """The lock file of a run folder, held by the one process writing the run."""
+    return folder / ".lock"
 
-    def busy(holder: str) -> JournalError:
-        return JournalError(f"run {run_id} is being written by another forge process "
-                            f"({holder}); wait for it to end, then resume it if needed",
-                            file=folder)
+
+def lock_run(folder: Path, *, busy: Callable[[str], str] | None = None
+             ) -> contextlib.AbstractContextManager[None]:
+    """Hold the run folder's lock while writing it (a new run, a resume, a prune): a
+    second writer of the same run is refused with one line, before it writes anything.
+    ``busy`` words that line for the lock's holder (default: a search writing it)."""
+
+    def refused(holder: str) -> JournalError:
+        text = (busy(holder) if busy is not None else
+                f"run {folder.name} is being written by another forge process ({holder}); "
+                "wait for it to end, then resume it if needed")
+        return JournalError(text, file=folder)
 
     def cannot(reason: str) -> JournalError:
         return JournalError(f"cannot lock the run folder: {reason}", file=folder)
 
-    return exclusive(folder / ".lock", busy=busy, cannot=cannot)
+    return exclusive(run_lock_file(folder), busy=refused, cannot=cannot)
 
 
 def read_journal(folder: Path) -> list[tuple[int, AnyRecord]]:

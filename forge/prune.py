@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,10 +34,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge._files import atomic_write_bytes, atomic_write_text, load_versioned_json
-from forge._lock import exclusive, held_by
+from forge._lock import held_by
 from forge.errors import JournalError
-from forge.journal import load_run
-from forge.review import load_run_records
+from forge.journal import lock_run, run_lock_file
+from forge.review import RunRecords, load_run_records
 from forge.store import (
     PLAIN_STORE_FILE,
     STORE_FILE,
@@ -49,8 +49,8 @@ from forge.store import (
     store_file,
 )
 
-__all__ = ["PRUNED_FILE", "PruneOutcome", "PruneRecord", "load_pruned", "prune_run", "prune_runs",
-           "refusal"]
+__all__ = ["PRUNED_FILE", "PruneOutcome", "PruneRecord", "load_pruned", "prune_run",
+           "prune_runs"]
 
 PRUNED_FILE = "pruned.json"
 
@@ -112,32 +112,15 @@ def _store_files(folder: Path) -> list[Path]:
     return [p for p in (folder / STORE_FILE, folder / PLAIN_STORE_FILE) if p.exists()]
 
 
-def _busy(folder: Path) -> Callable[[str], JournalError]:
-    def busy(holder: str) -> JournalError:
-        return JournalError(f"run {folder.name} is still running ({holder}): a run is pruned "
-                            "once its search has ended", file=folder)
-    return busy
+def _still_running(holder: str) -> str:
+    return f"still running ({holder}): a run is pruned once its search has ended"
 
 
-def _cannot(folder: Path) -> Callable[[str], JournalError]:
-    def cannot(reason: str) -> JournalError:
-        return JournalError(f"cannot lock the run folder: {reason}", file=folder)
-    return cannot
-
-
-def refusal(folder: Path, *, force: bool) -> str | None:
-    """Why ``folder`` may not be pruned now (still running, not ended), or None.
-
-    Raises :class:`JournalError` for a run folder that cannot be read.
-    """
-    holder = held_by(folder / ".lock")
+def _refusal(run: RunRecords, holder: str | None, *, force: bool) -> str | None:
+    """Why the run may not be pruned now (its lock held, not ended), or None."""
     if holder is not None:
-        return f"still running ({holder})"
-    return _unfinished(folder, force=force)
-
-
-def _unfinished(folder: Path, *, force: bool) -> str | None:
-    if not load_run_records(folder).finished and not force:
+        return _still_running(holder)
+    if not run.finished and not force:
         return ("not finished (no end record): a pruned run cannot be resumed; --force "
                 "prunes it anyway")
     return None
@@ -150,23 +133,23 @@ def prune_run(folder: Path, *, dry_run: bool, force: bool = False) -> PruneOutco
     A run that is running or (without ``force``) unfinished is refused with a
     :class:`JournalError`; one with nothing to prune is an outcome ``skipped``.
     """
-    if dry_run:
-        why = refusal(folder, force=force)
+    refused = f"cannot prune run {folder.name}: "
+    with contextlib.nullcontext() if dry_run else lock_run(
+            folder, busy=lambda holder: refused + _still_running(holder)):
+        # Read under the lock (nobody else writes the run now); a dry run takes no lock,
+        # so it asks who holds it.
+        run = load_run_records(folder)
+        why = _refusal(run, held_by(run_lock_file(folder)) if dry_run else None,
+                       force=force)
         if why is not None:
-            raise JournalError(f"cannot prune run {folder.name}: {why}", file=folder)
-        return _plan(folder, dry_run=True)
-    with exclusive(folder / ".lock", busy=_busy(folder), cannot=_cannot(folder)):
-        why = _unfinished(folder, force=force)  # read again now that nobody else writes it
-        if why is not None:
-            raise JournalError(f"cannot prune run {folder.name}: {why}", file=folder)
-        return _plan(folder, dry_run=False)
+            raise JournalError(refused + why, file=folder)
+        return _plan(folder, run, dry_run=dry_run)
 
 
-def _plan(folder: Path, *, dry_run: bool) -> PruneOutcome:
+def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
     files = _store_files(folder)
     if not files:
         return PruneOutcome(folder, "skipped", "no attempt store")
-    run = load_run_records(folder)
     configs, k = review_configs(run), run.info.options.k
     rows = list(read_attempts(store_file(folder)))
     kept = [row for row in rows if read_for_review(row, configs, k)]
@@ -208,13 +191,15 @@ def prune_runs(folders: Sequence[Path], *, dry_run: bool, force: bool = False, k
     allowed: list[tuple[datetime, Path]] = []
     for folder in folders:
         try:
-            why = refusal(folder, force=force)
-            created = load_run(folder).created_at
+            holder = held_by(run_lock_file(folder))
+            run = load_run_records(folder)
         except JournalError as exc:
             if named:
                 raise
             skipped[folder] = f"cannot be read: {exc}"
             continue
+        why = _refusal(run, holder, force=force)
+        created = run.info.created_at
         if why is not None:
             if named:
                 raise JournalError(f"cannot prune run {folder.name}: {why}", file=folder)

@@ -268,16 +268,18 @@ class ChunkQueue:
         with self._lock:
             return self._chunks.popleft() if self._chunks and not self._cancelled() else None
 
-    def put_back(self, chunk: list[WorkItem]) -> None:
-        """Return the unfinished rest of a chunk to the front of the queue."""
-        if chunk:
-            with self._lock:
-                self._chunks.appendleft(chunk)
-
-    def put_back_singly(self, chunk: list[WorkItem]) -> None:
-        """Return a chunk as one-item chunks (to find the one item that breaks a worker)."""
+    def put_back(self, chunk: Sequence[WorkItem], *, singly: bool = False) -> None:
+        """Return the unfinished rest of a chunk to the front of the queue, as one chunk
+        or, ``singly``, one chunk per item (to find the one item that breaks a worker)."""
         with self._lock:
+            self._front(chunk, singly)
+
+    def _front(self, chunk: Sequence[WorkItem], singly: bool) -> None:
+        """Put ``chunk`` at the front of the queue; the caller holds the lock."""
+        if singly:
             self._chunks.extendleft([[item] for item in reversed(chunk)])
+        elif chunk:
+            self._chunks.appendleft(list(chunk))
 
 
 class LaneQueue(ChunkQueue):
@@ -312,8 +314,5 @@ class LaneQueue(ChunkQueue):
         of the queue, as one chunk or, ``singly``, one chunk per item."""
         with self._moved:
             self._out -= 1
-            if singly:
-                self._chunks.extendleft([[item] for item in reversed(back)])
-            elif back:
-                self._chunks.appendleft(list(back))
+            self._front(back, singly)
             self._moved.notify_all()
