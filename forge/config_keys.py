@@ -10,7 +10,7 @@ step's cost grow with the square of the settings (39.5 s to a first candidate at
 Two configs of one registry have one fingerprint exactly when every setting's value
 is spelled alike in canonical JSON (sha256 collisions aside, as everywhere in
 forge). So a config one move from a known one is told by the setting it moves and
-its new value's spelling (:func:`move_key`), and whether a known config is one move
+its new value's spelling (:func:`spelled_move`), and whether a known config is one move
 from another by comparing spellings setting by setting (:func:`one_change`), never
 hashing either. Fingerprints themselves, which journals hold, are unchanged.
 """
@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from forge._digest import canonical_json
 from forge.registry import Scalar
 
-__all__ = ["MoveKey", "move_key", "one_change", "same_spelling", "spelling"]
+__all__ = ["SpelledMove", "one_change", "same_spelling", "spelled_move", "spelling"]
 
 #: (the setting moved, its new value's canonical JSON).
-MoveKey = tuple[str, str]
+SpelledMove = tuple[str, str]
 
 _PLAIN = (bool, int, str)
 
@@ -47,23 +47,23 @@ def same_spelling(a: Scalar, b: Scalar) -> bool:
     return spelling(a) == spelling(b)
 
 
-def move_key(target: str, value: Scalar) -> MoveKey:
+def spelled_move(target: str, value: Scalar) -> SpelledMove:
     """The key of the config that moves ``target`` to ``value`` (a checked value, as
     :func:`forge.moves.moved_value` gives it), among the configs one move from the same
     one: two such configs share a fingerprint exactly when they share this key."""
     return (target, spelling(value))
 
 
-def one_change(base: Mapping[str, Scalar], other: Mapping[str, Scalar]) -> MoveKey | None:
-    """The :func:`move_key` of ``other`` as a config one move from ``base`` (both
+def one_change(base: Mapping[str, Scalar], other: Mapping[str, Scalar]) -> SpelledMove | None:
+    """The :func:`spelled_move` of ``other`` as a config one move from ``base`` (both
     complete configs of one registry), or None when they differ in no setting or in
     more than one. Stops at the second difference."""
-    found: MoveKey | None = None
+    found: SpelledMove | None = None
     for name, value in base.items():
         theirs = other[name]
         if value is theirs or same_spelling(value, theirs):
             continue
         if found is not None:
             return None
-        found = move_key(name, theirs)
+        found = spelled_move(name, theirs)
     return found

@@ -17,7 +17,7 @@ import itertools
 import math
 from typing import Any
 
-from forge.config_keys import move_key
+from forge.config_keys import spelled_move
 from forge.errors import MoveError
 from forge.moves import Move, moved_value, setting_moves
 from forge.registry import Config, FloatSetting, IntSetting, Registry, same_value
@@ -45,7 +45,7 @@ class Places:
         """The tried-key of a move that is its own place (a candidate move)."""
         inc = incumbent.fingerprint
         after = moved_value(self.registry, incumbent, move)  # refuses as apply_move does
-        return (inc if not round_ else f"{inc}@round{round_}", *move_key(move.target, after))
+        return (inc if not round_ else f"{inc}@round{round_}", *spelled_move(move.target, after))
 
     def tried_key(self, incumbent: Config, move: Move, round_: int) -> TriedKey:
         """The tried-key of ``move``'s place."""

@@ -147,13 +147,14 @@ class SearchProgress:
         self.phase = "screening"
         self.changed()
 
-    def confirming(self, move: Move, candidate: Config) -> None:
+    def confirming(self, move: Move, candidate: Config, *, proposer: str | None = None
+                   ) -> None:
+        """``candidate`` (``move`` applied) is being confirmed; one not among the step's
+        proposals is an expansion (``proposer``) or a deferred candidate."""
         self._candidate = candidate.fingerprint
         self.dev_looks = self.val_looks = 0
         self.on_val = False
-        # Not among the step's proposals: an expansion or a deferred candidate.
-        self._place(move, "expansion" if self.extra == "expansion" and
-                    self.move == _move_text(move) else "deferred move")
+        self._place(move, "expansion" if proposer == "expansion" else "deferred move")
         self.phase = "confirming"
         self.changed()
 

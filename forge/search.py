@@ -654,7 +654,8 @@ class Search:
 
     def _confirm_one(self, step: int, incumbent: Config, screened: Screen,
                      head: _CandidateHead) -> tuple[Move, Config] | None:
-        self.progress.confirming(screened.proposal.move, screened.candidate)
+        self.progress.confirming(screened.proposal.move, screened.candidate,
+                                 proposer=screened.proposal.proposer)
         promoted = self._confirm(step, incumbent, screened, head)
         if promoted is not None:
             self.progress.promotions += 1

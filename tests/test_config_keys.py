@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forge.config_keys import move_key, one_change, same_spelling, spelling
+from forge.config_keys import one_change, same_spelling, spelled_move, spelling
 from forge.errors import MoveError
 from forge.moves import Move, apply_move, moved_value
 from forge.places import Places
@@ -174,7 +174,7 @@ def test_a_scored_config_one_move_away_is_found_by_its_move_as_by_its_fingerprin
         fingerprint = fingerprint_or_refusal(registry, incumbent, move)
         if fingerprint is None:
             continue
-        key = move_key(move.target, moved_value(registry, incumbent, move))
+        key = spelled_move(move.target, moved_value(registry, incumbent, move))
         assert (key in seen_keys) == (fingerprint in seen)
 
 

@@ -36,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge._optuna import encode_values, optuna_param, quiet_optuna
-from forge.config_keys import move_key, one_change
+from forge.config_keys import one_change, spelled_move
 from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
@@ -206,7 +206,7 @@ class OptunaProposer(Proposer):
             if value is None or same_value(value, current):
                 continue
             move = Move(target=target, before=current, after=value)
-            if (move in offered and move not in untried) or move_key(
+            if (move in offered and move not in untried) or spelled_move(
                     target, view.registry.settings[target].check(value)) in seen:
                 continue
             moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
