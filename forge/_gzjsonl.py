@@ -52,8 +52,6 @@ class Members:
     texts: list[bytes]
     #: Byte offset just after the last whole member: what a writer cuts the file to.
     end: int
-    #: Bytes after ``end`` that were skipped as a torn tail (0: none).
-    torn: int
 
 
 def _inflate(data: memoryview, start: int) -> tuple[bytes, int] | None:
@@ -105,10 +103,10 @@ def read_members(raw: bytes, path: Path, error: type[InputFileError], *,
         if member is None:
             log.warning("%s: ignoring a torn last gzip member (%d bytes from byte %d)",
                         path, len(data) - at, at)
-            return Members(texts, at, len(data) - at)
+            return Members(texts, at)
         text, at = member
         texts.append(text)
-    return Members(texts, at, 0)
+    return Members(texts, at)
 
 
 def read_gzip_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: str,
@@ -119,7 +117,7 @@ def read_gzip_jsonl_tolerant(path: Path, error: type[InputFileError], *, what: s
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return [], Members([], 0, 0)
+        return [], Members([], 0)
     except IsADirectoryError:
         raise error(f"cannot read {what}: is a folder, not a gzip file", file=path) from None
     except OSError as exc:

@@ -44,6 +44,7 @@ from forge._jsonl import cut_torn_tail
 from forge._optuna import encode_values, optuna_param, quiet_optuna
 from forge.records import AnyRecord, CandidateRecord, EndRecord, SplitDelta, StartRecord
 from forge.registry import Registry, Scalar
+from forge.secrets import clip, redact
 
 __all__ = ["OBJECTIVE", "STUDY_FILE", "STUDY_FORMAT", "STUDY_NAME", "DashboardStudy"]
 
@@ -198,9 +199,11 @@ def _gain(record: CandidateRecord) -> float:
 
 
 def _short(text: str | None) -> str | None:
-    if text is None or len(text) <= _TEXT:
-        return text
-    return text[:_TEXT - 3] + "..."
+    """``text`` as a trial attribute: redacted, and cut to ``_TEXT`` characters with its
+    marker (the study file is read by another program, which masks nothing)."""
+    if text is None:
+        return None
+    return redact(text) if len(text) <= _TEXT else clip(text, _TEXT - 3)
 
 
 def _num(x: float | None) -> float | None:
