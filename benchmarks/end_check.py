@@ -7,7 +7,7 @@
 
 The end of a search runs the start config and the final one on the test split, k_test
 attempts a task on shared seeds, and checks every auxiliary tolerance
-(:func:`forge.gates.tolerance_check`). Its status ``within`` rests on a one-sided 95%
+(:func:`forge.stats.gates.tolerance_check`). Its status ``within`` rests on a one-sided 95%
 upper bound of the regression over the test tasks (the bound from the attempts' noise,
 the tasks held fixed). The promise: if a config's true regression on the test tasks is
 past the allowance, the check says ``within`` with probability at most alpha (5%); more
@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from forge.bench import Bench, load_bench  # noqa: E402
 from forge.evaluate import evaluate  # noqa: E402
-from forge.gates import paired_regressions, regression_allowance, tolerance_check  # noqa: E402
 from forge.results import EvalResult, TaskAttempts  # noqa: E402
-from forge.stats import fixed_tasks_bound  # noqa: E402
+from forge.stats.gates import paired_regressions, regression_allowance, tolerance_check  # noqa: E402
+from forge.stats.paired import fixed_tasks_bound  # noqa: E402
 
 BENCH = ROOT / "benches" / "triage"
 ALPHA = 0.05
@@ -157,7 +157,7 @@ def simulate(runs: int, ks: tuple[int, ...] = (5, 20)) -> list[dict[str, Any]]:
     functions: :func:`~forge.stats.fixed_tasks_bound`, :func:`~forge.stats.paired_test`)."""
     import random
 
-    from forge.stats import paired_test
+    from forge.stats.paired import paired_test
     rng = random.Random(20261202)
     rows = []
     for name, tasks in SIMULATED.items():

@@ -23,7 +23,7 @@ Methods, each on the same benches and seeds:
   cut into 6 chunks: screening races over the dev chunks, each confirmation look is a
   chunk; jumps on).
 - ``forge-chunks5`` / ``forge-chunks7``: the same search built through
-  ``forge.search.Search`` with ``chunks=5`` / ``7`` (coarser or finer races and
+  ``forge.search.loop.Search`` with ``chunks=5`` / ``7`` (coarser or finer races and
   looks). The test split is not run by these variants (it decides nothing).
 - ``forge-nojumps``: ``jumps=False``: only ``±step`` moves are offered (a proposer's
   off-grid suggestion may still be one).
@@ -75,7 +75,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHES = {"noeffect": HERE / "benches" / "noeffect", "effect": HERE / "benches" / "effect"}
-# Variants of forge, built through forge.search.Search: SearchOptions fields changed
+# Variants of forge, built through forge.search.loop.Search: SearchOptions fields changed
 # from launch_search's defaults (chunks 6, jumps on).
 VARIANTS: dict[str, dict[str, Any]] = {
     "forge-chunks5": {"chunks": 5},
@@ -150,7 +150,7 @@ def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, A
         # Every rollout belongs to a record (issue 14, item 5): the start's first chunk
         # to the start record, the rest to the candidate that asked for it.
         "rollouts_unattributed": stop["rollouts_total"] - start["rollouts_total"] - spent,
-        # An expansion's record (forge.search: the farthest value of a passing move's
+        # An expansion's record (forge.search.loop: the farthest value of a passing move's
         # setting) is not a decision of its own: its rollouts count, it does not, so
         # its cheap drops do not flatter the rollouts a decision costs.
         "decisions": sum(r.get("proposer") != "expansion" for r in candidates),
@@ -192,8 +192,8 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
     from forge.bench import load_bench
     from forge.journal import RunInfo, write_run
     from forge.proposers import build_proposer
-    from forge.search import Search
-    from forge.search_options import SearchOptions
+    from forge.search.loop import Search
+    from forge.search.options import SearchOptions
 
     bench = load_bench(bench_path)
     s, r = bench.spec.search, bench.spec.rollouts

@@ -125,7 +125,7 @@ def code_version(method: str, name: str) -> str:
     if method in SAMPLERS:
         return f"bench-{qt.bench_of(name).digest[:16]}-bb{BLACKBOX_VERSION}"
     import forge
-    from forge.records import JOURNAL_FORMAT_VERSION
+    from forge.journal.records import JOURNAL_FORMAT_VERSION
     root = Path(forge.__file__).resolve().parent
     h = hashlib.sha256()
     for rel in SEARCH_CODE:

@@ -86,8 +86,8 @@ def child(bench: Path, journals: Path, steps: int) -> None:
     """Run the search and print, as a JSON line each as it is reached (a parent that
     stops this process keeps those printed), the seconds to its start record and to
     each step's first candidate record."""
+    from forge.journal.records import CandidateRecord, StartRecord
     from forge.launch import launch_search
-    from forge.records import CandidateRecord, StartRecord
 
     t0 = time.perf_counter()
     steps_seen: set[int] = set()

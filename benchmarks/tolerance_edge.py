@@ -54,10 +54,10 @@ from scipy import stats  # noqa: E402
 
 from forge.bench import BudgetSettings, load_bench  # noqa: E402
 from forge.proposers import SweepProposer  # noqa: E402
-from forge.search import Search  # noqa: E402
-from forge.search_options import SearchOptions  # noqa: E402
-from forge.sequential import nominal_level  # noqa: E402
-from forge.stats import wilson_interval  # noqa: E402
+from forge.search.loop import Search  # noqa: E402
+from forge.search.options import SearchOptions  # noqa: E402
+from forge.stats.paired import wilson_interval  # noqa: E402
+from forge.stats.sequential import nominal_level  # noqa: E402
 
 ALPHA = 0.05
 METRICS = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True},

@@ -36,7 +36,6 @@ if _typing.TYPE_CHECKING:
         UserError,
     )
     from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
-    from forge.gates import GateResult
     from forge.harness import (
         AttemptContext,
         AttemptTimeout,
@@ -58,11 +57,10 @@ if _typing.TYPE_CHECKING:
     from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
     from forge.scaffold import Scaffold, init_bench
     from forge.scorers import JudgeScorer, Score, Scorer
-    from forge.search import Search
-    from forge.search_options import SearchOptions
-    from forge.search_outcome import SearchOutcome
+    from forge.search import Search, SearchOptions, SearchOutcome
     from forge.spec import Spec
     from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
+    from forge.stats.gates import GateResult
     from forge.task import ExpectedTool, Task
 
 # Imported on first use, not with the package: a worker process (forge's process
@@ -98,7 +96,7 @@ _LAZY: dict[str, str] = {
     'DEFAULT_SEED': 'forge.evaluate',
     'evaluate': 'forge.evaluate',
     'evaluate_async': 'forge.evaluate',
-    'GateResult': 'forge.gates',
+    'GateResult': 'forge.stats.gates',
     'AttemptContext': 'forge.harness',
     'AttemptTimeout': 'forge.harness',
     'CommandHarness': 'forge.harness',
@@ -138,8 +136,8 @@ _LAZY: dict[str, str] = {
     'Score': 'forge.scorers',
     'Scorer': 'forge.scorers',
     'Search': 'forge.search',
-    'SearchOptions': 'forge.search_options',
-    'SearchOutcome': 'forge.search_outcome',
+    'SearchOptions': 'forge.search',
+    'SearchOutcome': 'forge.search',
     'Spec': 'forge.spec',
     'Interval': 'forge.stats',
     'PairedTest': 'forge.stats',

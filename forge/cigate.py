@@ -43,7 +43,7 @@ from typing import Any
 from forge.compare import diff_results, why_unpaired
 from forge.errors import IncomparableError, OptionError
 from forge.results import EvalResult, TaskResult
-from forge.stats import drop_lower_bound, paired_test
+from forge.stats.paired import drop_lower_bound, paired_test
 
 __all__ = [
     "GATE_NAMES",

@@ -40,9 +40,9 @@ import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from forge._jsonl import cut_torn_tail
 from forge._optuna import encode_values, optuna_param, quiet_optuna
-from forge.records import AnyRecord, CandidateRecord, EndRecord, SplitDelta, StartRecord
+from forge.journal.jsonl import cut_torn_tail
+from forge.journal.records import AnyRecord, CandidateRecord, EndRecord, SplitDelta, StartRecord
 from forge.registry import Registry, Scalar
 from forge.secrets import clip, redact
 

@@ -22,15 +22,15 @@ from forge.journal import (
     write_error,
     write_run,
 )
+from forge.journal.prune import PRUNED_FILE, load_pruned
+from forge.journal.records import AnyRecord
 from forge.moves import Move
-from forge.progress import SearchProgress
 from forge.proposers import build_proposer
-from forge.prune import PRUNED_FILE, load_pruned
-from forge.records import AnyRecord
 from forge.registry import Config
-from forge.search import Search
-from forge.search_options import SearchOptions
-from forge.search_outcome import SearchOutcome
+from forge.search.loop import Search
+from forge.search.options import SearchOptions
+from forge.search.outcome import SearchOutcome
+from forge.search.progress import SearchProgress
 
 __all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
 

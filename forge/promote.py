@@ -38,11 +38,20 @@ from typing import Any
 
 from forge._digest import file_digest, sha256_hex
 from forge._files import atomic_write_text, parse_yaml
-from forge._lock import exclusive
 from forge.bench import Bench, load_bench
 from forge.config_yaml import check_round_trip, first_difference, render_config, show_value
 from forge.errors import MoveError, OptionError, PromoteError
 from forge.journal import RunInfo, load_run, read_records
+from forge.journal.lock import exclusive
+from forge.journal.records import (
+    AnyRecord,
+    AuxCheck,
+    CandidateRecord,
+    EndRecord,
+    PromotedMove,
+    SplitDelta,
+    TestRecord,
+)
 from forge.moves import Move, apply_move
 from forge.provenance import (
     Promotion,
@@ -52,15 +61,6 @@ from forge.provenance import (
     sidecar_path,
     sidecar_text,
     write_sidecar,
-)
-from forge.records import (
-    AnyRecord,
-    AuxCheck,
-    CandidateRecord,
-    EndRecord,
-    PromotedMove,
-    SplitDelta,
-    TestRecord,
 )
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.review import resolve_run

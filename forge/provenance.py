@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from forge._files import atomic_write_text, load_versioned_json
 from forge.errors import PromoteError
+from forge.journal.records import PromotedMove, SplitDelta
 from forge.moves import Move
-from forge.records import PromotedMove, SplitDelta
 
 __all__ = [
     "PROVENANCE_FORMAT_VERSION",

@@ -11,7 +11,7 @@ Three levels, from cheap to detailed:
   :class:`RunSummary` each, and never raises for one bad folder: the problem is
   put on that folder's summary so the other runs still show.
 - :func:`load_run_records` reads one run into :class:`RunRecords`, its typed
-  records (:mod:`forge.records`) split by kind (``start``, ``candidate``,
+  records (:mod:`forge.journal.records`) split by kind (``start``, ``candidate``,
   ``proposal_invalid``, ``stop``, ``test``, ``end``).
 - :func:`step_records` gives the candidate records in the shape that
   ``forge journal show RUN --json`` promises (DESIGN.md, CLI); :func:`dev_delta`,
@@ -30,8 +30,7 @@ from typing import Any, TypeVar
 
 from forge.errors import JournalError
 from forge.journal import RunInfo, load_run, read_records
-from forge.moves import Move
-from forge.records import (
+from forge.journal.records import (
     CandidateRecord,
     EndRecord,
     Gate,
@@ -43,6 +42,7 @@ from forge.records import (
     StopRecord,
     TestRecord,
 )
+from forge.moves import Move
 
 __all__ = [
     "NO_SUCH_RUN",
@@ -112,7 +112,7 @@ class RunRecords:
         start record yet: none), then each promoted candidate."""
         if self.start is None:
             return []
-        # A promoted record always names its candidate config (forge.records checks it).
+        # A promoted record always names its candidate config (forge.journal.records checks it).
         return [(0, self.start.fingerprint, None)] + [
             (d.step, d.candidate, d.move) for d in self.candidates
             if d.verdict == "promoted" and d.candidate is not None]

@@ -325,7 +325,7 @@ def _install_log_redaction() -> None:
     """Redact every log record of the process as it is made, once a secret exists.
 
     Not a filter on the ``forge`` logger: a logger's filters see only the records
-    logged on that very logger, not those of ``forge.store`` or ``forge.harness.http``
+    logged on that very logger, not those of ``forge.journal.store`` or ``forge.harness.http``
     propagating through it, and a filter on handlers misses handlers added later
     (pytest's, an application's). The record factory sees every record, whatever
     its logger and handlers, including a harness's own logging that echoes a

@@ -50,7 +50,7 @@ class Session:
             raise
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Told of each batch before it runs (config, split, size) and of each attempt as
-        #: it ends: what a live view of a search counts (forge.progress).
+        #: it ends: what a live view of a search counts (forge.search.progress).
         self.on_batch: Callable[[Config, str, int], None] | None = None
         self.on_attempt: Callable[[AttemptResult], None] | None = None
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from forge.config_keys import one_change, same_spelling, spelled_move, spelling
 from forge.errors import MoveError
 from forge.moves import Move, apply_move, moved_value
-from forge.places import Places
 from forge.registry import Config, EnumSetting, FloatSetting, IntSetting, Registry, Scalar
+from forge.search.places import Places
 
 SCALARS = st.one_of(
     st.sampled_from([0, 0.0, -0.0, 1, 1.0, -1, True, False, "1", "", "true", 2 ** 60,

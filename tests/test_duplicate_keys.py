@@ -25,11 +25,11 @@ from conftest import ARITH, assert_user_error, dumps_key_twice, objects_in, run_
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forge._jsonl import read_jsonl_tolerant
 from forge._parse import DuplicateJsonKey, loads_json
 from forge.bench import load_bench
 from forge.errors import JournalError
 from forge.evaluate import evaluate
+from forge.journal.jsonl import read_jsonl_tolerant
 from forge.launch import launch_search
 from forge.results import save_result
 

@@ -13,8 +13,8 @@ from conftest import assert_user_error, read_calls, run_forge, search_tasks, wri
 
 from forge.errors import BenchError, JournalError, OptionError, UserError
 from forge.executors import ExecutorSettings
+from forge.journal.records import AnyRecord
 from forge.launch import launch_search, resume_search
-from forge.records import AnyRecord
 
 #: boost raises the success probability from 0.5 to 0.8; knob does nothing.
 BOOST = """

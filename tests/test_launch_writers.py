@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import assert_user_error, run_forge, search_tasks, stored_rows, write_search_bench
 
-import forge._jsonl as jsonl_module
+import forge.journal.jsonl as jsonl_module
 from forge.launch import launch_search
 
 #: boost raises the success probability from 0.5 to 0.8. Each attempt takes a few ms,
@@ -176,7 +176,7 @@ def test_two_resumes_of_one_run_at_once_one_is_refused(
 
 
 class _FullDisk:
-    """``os`` for forge._jsonl, whose ``write`` fails with ENOSPC after ``room`` writes."""
+    """``os`` for forge.journal.jsonl, whose ``write`` fails with ENOSPC after ``room`` writes."""
 
     def __init__(self, room: int) -> None:
         self.room = room

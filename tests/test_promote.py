@@ -34,10 +34,10 @@ from forge._files import atomic_write_text
 from forge.bench import load_bench
 from forge.cli import main
 from forge.journal import load_run, read_records
+from forge.journal.records import AnyRecord
 from forge.launch import launch_search
 from forge.moves import Move, apply_move
 from forge.provenance import Provenance, sidecar_path
-from forge.records import AnyRecord
 from forge.registry import load_config
 
 #: boost raises the success probability from 0.5 to 0.8 on every split; knob does nothing.

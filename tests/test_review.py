@@ -24,8 +24,8 @@ from forge import review
 from forge.bench import BudgetSettings
 from forge.errors import JournalError
 from forge.journal import RunInfo, RunOptions, write_run
+from forge.journal.records import PromotedMove
 from forge.launch import launch_search
-from forge.records import PromotedMove
 from forge.review import (
     STEP_KEYS,
     aux_changes,

@@ -22,7 +22,8 @@ from conftest import MakeBench, readable_bytes, run_forge, stored_text
 
 from forge.harness import RunOutput
 from forge.journal import JournalWriter
-from forge.records import StopRecord
+from forge.journal.records import StopRecord
+from forge.journal.store import AttemptStore
 from forge.results import AttemptResult, load_result
 from forge.runtime import RuntimeEndRecord, RuntimeJournal
 from forge.secrets import (
@@ -33,7 +34,6 @@ from forge.secrets import (
     register_secret,
     secret_from_env,
 )
-from forge.store import AttemptStore
 
 ENV = "FORGE_HARNESS_TOKEN"
 

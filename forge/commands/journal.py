@@ -2,7 +2,7 @@
 search runs, and free the disk space of finished ones.
 
 The reading is in :mod:`forge.review`, the tables in :mod:`forge.report.journal_view`
-and the pruning in :mod:`forge.prune`; this module only wires options to them. Errors
+and the pruning in :mod:`forge.journal.prune`; this module only wires options to them. Errors
 are raised as :class:`forge.errors.UserError` subclasses, which ``forge.cli.main``
 prints as one line with exit 2.
 """
@@ -120,7 +120,7 @@ def prune_command(
 
     Without --yes nothing is changed: it says what would be pruned and the bytes freed.
     """
-    from forge.prune import prune_runs
+    from forge.journal.prune import prune_runs
 
     _check_journals(journals)
     named = bool(runs)

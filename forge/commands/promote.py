@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from forge.journal.records import SplitDelta
 from forge.promote import PromoteResult, RollbackResult, promote, rollback
-from forge.records import SplitDelta
 
 __all__ = ["register"]
 

@@ -28,7 +28,7 @@ from forge.journal import new_run_id
 from forge.proposers import PROPOSERS
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
-from forge.search_outcome import SearchOutcome
+from forge.search.outcome import SearchOutcome
 
 __all__ = ["register", "search_command"]
 

@@ -44,8 +44,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge._jsonl import cut_torn_tail, read_jsonl_tolerant
 from forge.errors import JournalError
+from forge.journal.jsonl import cut_torn_tail, read_jsonl_tolerant
 from forge.llm.client import ChatClient, Endpoint, LLMError
 from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView

@@ -12,11 +12,11 @@ from rich.text import Text
 
 from forge._show import printable
 from forge.compare import ResultDiff
-from forge.records import SplitDelta
+from forge.journal.records import SplitDelta
 from forge.registry import Registry
 from forge.results import EvalResult
 from forge.review import UNFINISHED, RunSummary
-from forge.stats import mean_interval
+from forge.stats.paired import mean_interval
 
 __all__ = ["STATUS_STYLE", "diff_table", "registry_table", "run_lines", "run_problems",
            "runs_table", "summary_table", "task_table", "utc_text"]

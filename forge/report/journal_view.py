@@ -18,7 +18,7 @@ from rich.text import Text
 
 from forge._show import printable
 from forge.journal import RunOptions
-from forge.records import CandidateRecord, ProposalInvalidRecord
+from forge.journal.records import CandidateRecord, ProposalInvalidRecord
 from forge.report.console import STATUS_STYLE, utc_text
 from forge.review import (
     UNFINISHED,

@@ -15,8 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forge._show import printable
-from forge.progress import SearchProgress
-from forge.records import (
+from forge.journal.records import (
     AnyRecord,
     CandidateRecord,
     EndRecord,
@@ -26,9 +25,10 @@ from forge.records import (
     TestRecord,
 )
 from forge.report.failures import failure_lines, failure_status
+from forge.search.progress import SearchProgress
 
 if TYPE_CHECKING:
-    from forge.search_outcome import SearchOutcome
+    from forge.search.outcome import SearchOutcome
 
 __all__ = ["SearchView", "clock", "live_progress", "render_progress"]
 

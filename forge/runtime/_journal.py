@@ -12,7 +12,7 @@ by ``forge search --from-runtime``):
   the order they were applied; to the virtual copy in observe mode) and whether the
   config came back equal to the original.
 
-Appends go through :class:`forge._jsonl.JsonlAppender`: one ``write()`` of a whole
+Appends go through :class:`forge.journal.jsonl.JsonlAppender`: one ``write()`` of a whole
 line on a descriptor opened with ``O_APPEND``, under a lock, then ``fsync`` (unless
 turned off): a record is on disk before :meth:`RuntimeJournal.write` returns, and a
 kill mid-write can only leave a torn *last* line, which readers skip and the next
@@ -29,8 +29,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from forge._files import field_path, validation_problem
-from forge._jsonl import JsonlAppender, read_jsonl_tolerant
 from forge.errors import RuntimeJournalError
+from forge.journal.jsonl import JsonlAppender, read_jsonl_tolerant
 from forge.moves import Move
 from forge.registry import RuntimeRule
 from forge.secrets import redact
@@ -120,7 +120,7 @@ def read_runtime_journal(path: str | Path) -> list[tuple[int, RuntimeSignalRecor
     """``(line number, record)`` for every record of a runtime journal, in file order.
 
     A last line that is not valid JSON was torn by a kill mid-write and is skipped
-    with a warning (:mod:`forge._jsonl`); any other bad line (malformed JSON, not an object,
+    with a warning (:mod:`forge.journal.jsonl`); any other bad line (malformed JSON, not an object,
     another ``format_version``, a record that does not validate) raises
     :class:`RuntimeJournalError` naming the file and line.
     """

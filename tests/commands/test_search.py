@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, forget_bench_harness, stored_rows, write_search_bench
 from conftest import run_forge as forge
 
-from forge.records import StopRecord
+from forge.journal.records import StopRecord
 from forge.review import load_run_records
 
 BROKEN = ROOT / "data" / "broken"

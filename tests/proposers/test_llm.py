@@ -24,10 +24,10 @@ from conftest import (
 from openai_server import Reply, ScriptedOpenAI, malformed, reply, status, tool_call
 from proposer_helpers import attempt, make_registry, mixed_registry, view
 
+from forge.journal.records import AnyRecord
 from forge.launch import launch_search
 from forge.proposers import EvaluatedConfig, LLMProposer, build_proposer
 from forge.proposers.llm import CACHE_FILE
-from forge.records import AnyRecord
 from forge.results import AttemptResult
 from forge.scorers._base import Score
 from forge.secrets import clear_secrets

@@ -20,8 +20,8 @@ from forge.moves import Move
 from forge.proposers import Proposal, Proposer, SearchView
 from forge.proposers._vet import offered
 from forge.registry import Config
-from forge.search import Search
-from forge.search_options import SearchOptions
+from forge.search.loop import Search
+from forge.search.options import SearchOptions
 
 
 class Scripted(Proposer):

@@ -25,18 +25,18 @@ import pytest
 from conftest import search_tasks, write_search_bench
 from rich.console import Console
 
-from forge.attempt_cache import Rollouts
 from forge.cli import main
 from forge.failures import FailureTally
+from forge.journal.records import ProposalInvalidRecord
 from forge.launch import launch_search
 from forge.moves import Move
-from forge.progress import SearchProgress
-from forge.records import ProposalInvalidRecord
 from forge.registry import Registry, load_registry
 from forge.report.live import SearchView, clock, live_progress, render_progress
 from forge.results import AttemptResult
 from forge.scorers import Score
-from forge.stats import Interval
+from forge.search.attempt_cache import Rollouts
+from forge.search.progress import SearchProgress
+from forge.stats.paired import Interval
 
 # A dev-only gain (knob 3: val refuses it), a real one (boost) and a costly one (knob 1):
 # a search that screens, confirms with dev and val looks, promotes, and opens test.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
+from forge.journal.records import CandidateRecord, PairedStats, SplitDelta, TestRecord
 from forge.moves import Move
-from forge.records import CandidateRecord, PairedStats, SplitDelta, TestRecord
 from forge.report.html._data import Incumbent, RunReport, number
 from forge.report.html._svg import (
     COLORS,
@@ -24,7 +24,7 @@ from forge.report.html._svg import (
     text,
     tooltip,
 )
-from forge.stats import Interval
+from forge.stats.paired import Interval
 
 __all__ = ["budget_chart", "forest_plot", "move_text", "score_chart", "split_chart"]
 
@@ -235,7 +235,7 @@ def forest_plot(report: RunReport) -> str:
 
 def _forest_row(d: CandidateRecord, y0: float, row_h: float, xs: Scale, left: float,
                 right: float, *, stripe: bool) -> str:
-    verdict = kind = d.verdict  # one of three words (forge.records): safe in a class
+    verdict = kind = d.verdict  # one of three words (forge.journal.records): safe in a class
     color = COLORS[kind]
     mid = y0 + row_h / 2
     out = [f'<g class="decision {kind}">', tooltip(_decision_tooltip(d))]

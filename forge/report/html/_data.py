@@ -17,8 +17,7 @@ from pathlib import Path
 
 from forge.errors import JournalError
 from forge.journal import RunInfo
-from forge.moves import Move
-from forge.records import (
+from forge.journal.records import (
     CandidateRecord,
     EndRecord,
     ProposalInvalidRecord,
@@ -26,9 +25,10 @@ from forge.records import (
     StopRecord,
     TestRecord,
 )
+from forge.journal.store import read_attempts, read_for_review, review_configs, store_file
+from forge.moves import Move
 from forge.review import load_run_records
-from forge.stats import Interval, mean_interval
-from forge.store import read_attempts, read_for_review, review_configs, store_file
+from forge.stats.paired import Interval, mean_interval
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "number"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from forge.records import SplitDelta, TestRecord
+from forge.journal.records import SplitDelta, TestRecord
 from forge.report.html._charts import (
     budget_chart,
     forest_plot,

@@ -8,14 +8,14 @@ cell here, and so is every start-to-final tolerance check of the test split.
 
 from __future__ import annotations
 
-from forge.records import AuxCheck, CandidateRecord, TestRecord
+from forge.journal.records import AuxCheck, CandidateRecord, TestRecord
 from forge.report.html._charts import move_text
 from forge.report.html._data import RunReport
 from forge.report.html._svg import esc
 
 __all__ = ["decisions_table", "tolerance_status", "tolerance_table"]
 
-#: How a screening ended, in words (``forge.records`` ScreenBlock.status).
+#: How a screening ended, in words (``forge.journal.records`` ScreenBlock.status).
 _SCREEN_WORDS = {
     "futile": "dropped at screening: futility",
     "weak": "dropped at screening: no clear dev improvement",

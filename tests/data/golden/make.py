@@ -9,7 +9,7 @@ It runs, from the repository's root,
     forge search tests/data/verdicts --proposer sweep --seed 1 --candidates 5 \\
         --run-id golden --journals JOURNALS --json
 
-and keeps what tests/test_journal_compat.py compares (see README.md).
+and keeps what tests/journal/test_compat.py compares (see README.md).
 """
 
 from __future__ import annotations

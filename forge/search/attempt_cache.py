@@ -1,0 +1,86 @@
+"""The attempt cache of a search: attempts from the store or run now, counted once.
+
+:class:`Rollouts` hands out attempts of (config, seed stream, tasks, attempt
+indices), running only those the store does not hold, and counts every attempt
+the search asked for once toward the rollout and cost budgets, whether it ran now
+or was found in the store (so a resumed search spends what an uninterrupted one did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from forge.bench import Bench
+from forge.failures import FailureTally
+from forge.journal.store import AttemptStore
+from forge.registry import Config
+from forge.results import AttemptResult, TaskAttempts
+from forge.rollout import AttemptKey
+from forge.session import Session
+from forge.task import Task
+
+__all__ = ["Rollouts"]
+
+
+class Rollouts:
+    """Attempts for the search, from the store or run now; ``used`` counts requests."""
+
+    def __init__(self, bench: Bench, session: Session, store: AttemptStore) -> None:
+        self.bench = bench
+        # One engine and executor serve every batch, so worker processes and Ray actors
+        # start once per search, not per decision.
+        self.session = session
+        self.store = store
+        self.used = 0
+        self.cost = 0.0
+        self.executed = 0
+        #: Every attempt counted in ``used``, the unscored by reason and config: what a
+        #: resumed search counts as an uninterrupted one did (forge.failures).
+        self.failures = FailureTally()
+        self._requested: set[tuple[str, str, str, int]] = set()
+
+    def peek(self, config: Config, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
+             ) -> TaskAttempts:
+        """What the store already holds; runs nothing and counts nothing."""
+        fp = config.fingerprint
+        out: dict[str, list[AttemptResult]] = {}
+        for t in tasks:
+            found = [a for i in attempts if (a := self.store.get(fp, stream, t.id, i))]
+            if found:
+                out[t.id] = found
+        return TaskAttempts(out)
+
+    def unrequested(self, config: Config, stream: str, tasks: Sequence[Task],
+                    attempts: Sequence[int]) -> int:
+        """How much ``get`` of these attempts would add to ``used`` (runs nothing)."""
+        fp = config.fingerprint
+        return sum(1 for t in tasks for i in attempts
+                   if (fp, stream, t.id, i) not in self._requested)
+
+    def get(self, config: Config, split: str, stream: str, tasks: Sequence[Task],
+            attempts: Sequence[int]) -> TaskAttempts:
+        """Attempts by task id. Each attempt counts once toward ``used`` and ``cost``,
+        whether it ran now or was found in the store (so a resumed search counts the
+        same as an uninterrupted one)."""
+        fp = config.fingerprint
+        missing = [AttemptKey(t, i) for t in tasks for i in attempts
+                   if self.store.get(fp, stream, t.id, i) is None]
+        if missing:
+            results = self.session.attempts(config, missing, split=split, stream=stream)
+            self.store.add(fp, stream, results)
+            self.executed += len(results)
+        out: dict[str, list[AttemptResult]] = {}
+        for t in tasks:
+            got = out.setdefault(t.id, [])
+            for i in attempts:
+                a = self.store.get(fp, stream, t.id, i)
+                if a is None:
+                    continue
+                got.append(a)
+                key = (fp, stream, t.id, i)
+                if key not in self._requested:
+                    self._requested.add(key)
+                    self.used += 1
+                    self.cost += a.metrics.get("cost", 0.0)
+                    self.failures.add(a, fp)
+        return TaskAttempts(out)

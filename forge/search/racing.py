@@ -1,0 +1,196 @@
+"""Racing one candidate against the incumbent over the dev chunks: selection only.
+
+:func:`race` screens tasks in a fixed random order, a chunk at a time, on attempts
+``0..k`` of each task (block 0; a precision round passes a larger ``k``), and stops
+as soon as the candidate is clearly out or clearly in:
+
+- ``futile``: the estimated effect is at or below ``min_effect`` (once a chunk of
+  identical deltas is no longer all there is to go on: a sparse effect is not dropped
+  for being invisible on the first tasks; identical deltas count from half the tasks,
+  or from :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts);
+- ``weak``: even a trend one standard error better than the estimate would not reach
+  ``alpha`` on every task;
+- ``aux``: the caller's ``beyond`` says the screening data already put an auxiliary
+  metric past its tolerance;
+- ``pass``: the screening p is below ``alpha / 5`` after a chunk, or below ``alpha``
+  after the last one;
+- ``budget``: the next chunk does not fit the rollout budget.
+
+:func:`no_worse` runs a farther value of a passing move's setting on the tasks and
+attempts that move's race read, and says whether it scored at least as well on every
+one (``pass``) or not (``worse``, at the first chunk that shows one below), stopping
+too where ``beyond`` puts a tolerance out of reach (``aux``).
+
+Racing decides which candidate is confirmed and nothing else: the confirmation
+(:mod:`forge.search.confirm`) never reads the attempts a race used, so racing may stop
+early, look after every chunk and use any threshold without costing an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from scipy import stats as _st
+
+from forge.registry import Config
+from forge.results import TaskAttempts, paired_attempts
+from forge.search.attempt_cache import Rollouts
+from forge.stats.gates import score_deltas
+from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
+from forge.task import Task
+
+__all__ = ["RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
+
+RaceStatus = Literal["pass", "weak", "futile", "aux", "budget", "worse"]
+#: After a chunk that is not the last, a candidate passes at once below alpha / this.
+EARLY_PASS_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class RaceOutcome:
+    """How a candidate fared on the screening tasks, and what it cost."""
+
+    status: RaceStatus
+    test: PairedTest
+    tasks: int  # the first ``tasks`` tasks of the order were raced (attempts 0..k)
+    rollouts: int  # attempts newly asked for (candidate and incumbent)
+    reused: int  # attempts served that an earlier decision had already asked for
+
+    @property
+    def se(self) -> float:
+        """The standard error of the screening effect (infinite below two tasks)."""
+        return self.test.sd / math.sqrt(self.test.n) if self.test.n > 1 else math.inf
+
+
+def hopeless(t: PairedTest, fraction: float, threshold: float, level: float, *,
+             optimism: float = 1.0) -> bool:
+    """Futility: even a trend ``optimism`` standard errors better than the estimate would
+    not reach ``level`` with every task in. The z the estimate would have then is the
+    current one scaled by ``1 / sqrt(fraction)``; giving up on this only ever removes a
+    rejection, so a test may use it and keep its error."""
+    if t.n < 2:
+        return False
+    if t.sd == 0:
+        return t.effect <= threshold and fraction >= 0.5
+    se = t.sd / math.sqrt(t.n)
+    z_end = ((t.effect - threshold) / se + optimism) / math.sqrt(fraction)
+    return z_end < float(_st.norm.isf(level))
+
+
+def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
+         chunk: int, k: int, alpha: float, min_effect: float,
+         budget_left: Callable[[], int | None], slack: int,
+         beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+    """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
+
+    ``budget_left`` says how many rollouts the budget still allows (None: no rollout
+    budget); a chunk starts only while some are left and it overshoots them by at most
+    ``slack``. ``beyond(tasks)`` is asked after each chunk whether the first ``tasks``
+    tasks put an auxiliary tolerance out of reach.
+    """
+    attempts = range(k)
+    used_before = rollouts.used
+    served = 0
+    inc, cand = TaskAttempts(), TaskAttempts()
+    test = paired_test([], alpha=alpha, threshold=min_effect)
+    seen = 0
+    chunks = [list(order[i:i + chunk]) for i in range(0, len(order), chunk)]
+    status: RaceStatus = "weak"
+    for index, tasks in enumerate(chunks):
+        need = (rollouts.unrequested(candidate, "dev", tasks, attempts)
+                + rollouts.unrequested(incumbent, "dev", tasks, attempts))
+        left = budget_left()
+        if need and left is not None and (left <= 0 or need > left + slack):
+            status = "budget"
+            break
+        got_inc = rollouts.get(incumbent, "dev", "dev", tasks, attempts)
+        got_cand = rollouts.get(candidate, "dev", "dev", tasks, attempts)
+        served += sum(len(v) for v in got_inc.values()) + sum(len(v) for v in got_cand.values())
+        inc, cand = inc.merged(got_inc), cand.merged(got_cand)
+        seen += len(tasks)
+        test = paired_test(list(score_deltas(inc, cand).values()), alpha=alpha,
+                           threshold=min_effect)
+        last = index == len(chunks) - 1
+        informative = (test.sd > 0 or seen >= len(order) / 2 or sum(
+            map(len, paired_attempts(inc, cand).values())) >= IDENTICAL_PAIRS)
+        if test.n >= 2 and informative and test.effect <= min_effect:
+            status = "futile"
+            break
+        if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):
+            status = "pass"
+            break
+        if not last and test.n >= 2 and informative and hopeless(
+                test, seen / len(order), min_effect, alpha):
+            status = "weak"
+            break
+        if beyond is not None and beyond(seen):
+            status = "aux"
+            break
+    if status == "pass" and beyond is not None and beyond(seen):
+        status = "aux"
+    # Counted after the last ``beyond``: it may run the start config's attempts on the
+    # tasks raced, and those belong to this candidate's record too.
+    new = rollouts.used - used_before
+    return RaceOutcome(status, test, seen, new, max(0, served - new))
+
+
+def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
+    """Whether some attempt of ``farther`` scored below ``nearer``'s on the same task and
+    attempt index, or went unscored where ``nearer``'s was scored."""
+    def scores(attempts: TaskAttempts) -> dict[tuple[str, int], float | None]:
+        return {(task, a.attempt): a.score.value if a.scored and a.score is not None
+                else None for task, items in attempts.items() for a in items}
+
+    mine = scores(farther)
+    for key, theirs in scores(nearer).items():
+        value = mine.get(key)
+        if theirs is not None and (value is None or value < theirs):
+            return True
+    return False
+
+
+def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Config,
+             order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
+             alpha: float, min_effect: float, budget_left: Callable[[], int | None],
+             slack: int, beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+    """Run ``farther`` on the tasks and attempts ``screened`` (``nearer``'s race against
+    ``incumbent``) read, its first task and then a chunk at a time: ``pass`` when it
+    scored at least as well as ``nearer`` on every attempt, ``worse`` as soon as one
+    scored below, ``aux`` as soon as ``beyond(tasks)`` says so, ``budget`` as
+    :func:`race`. Its test is its own against the incumbent, on the tasks run."""
+    attempts = range(k)
+    used_before = rollouts.used
+    served = 0
+    raced = list(order[:screened.tasks])
+    cand = TaskAttempts()
+    seen = 0
+    status: RaceStatus = "pass" if raced else "worse"
+    # The first task alone first: a value that is worse mostly shows it there already,
+    # at a chunk's fraction of the cost.
+    cuts = sorted({0, 1, *range(chunk, len(raced), chunk), len(raced)}) if raced else []
+    for lo, hi in itertools.pairwise(cuts):
+        tasks = raced[lo:hi]
+        need = rollouts.unrequested(farther, "dev", tasks, attempts)
+        left = budget_left()
+        if need and left is not None and (left <= 0 or need > left + slack):
+            status = "budget"
+            break
+        got = rollouts.get(farther, "dev", "dev", tasks, attempts)
+        served += sum(len(v) for v in got.values())
+        cand = cand.merged(got)
+        seen += len(tasks)
+        if _below(got, rollouts.peek(nearer, "dev", tasks, attempts)):
+            status = "worse"
+            break
+        if beyond is not None and beyond(seen):
+            status = "aux"
+            break
+    test = paired_test(list(score_deltas(rollouts.peek(incumbent, "dev", raced[:seen],
+                                                       attempts), cand).values()),
+                       alpha=alpha, threshold=min_effect)
+    new = rollouts.used - used_before
+    return RaceOutcome(status, test, seen, new, max(0, served - new))

@@ -1,0 +1,203 @@
+"""What the promotion gates share. Each gate returns its own verdict with a reason; none
+is averaged. The sequential dev, val and auxiliary gates of a confirmation live in
+:mod:`forge.search.confirm`; here are the pairings they test, the tolerance arithmetic, the
+task-floor gate, and the start-to-final tolerance check on test.
+
+Data arrive as :class:`~forge.results.TaskAttempts` (one config's attempts grouped by
+task) for the incumbent and the candidate, run on the same seeds. Pairs are formed
+by :func:`~forge.results.paired_attempts` where both attempts were scored; a task
+with no pair is left out, never counted as zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forge.bench import MetricSpec
+from forge.results import TaskAttempts, paired_attempts
+from forge.stats.paired import fixed_tasks_bound, paired_test
+
+__all__ = [
+    "GateResult",
+    "aux_text",
+    "floor_gate",
+    "metric_deltas",
+    "paired_regressions",
+    "regression_allowance",
+    "regressions",
+    "score_deltas",
+    "tolerance_check",
+]
+
+
+class GateResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    passed: bool
+    reason: str
+    details: dict[str, float | int | str | None] = Field(default_factory=dict)
+
+
+def score_deltas(incumbent: TaskAttempts, candidate: TaskAttempts) -> dict[str, float]:
+    """Per task: the mean over paired attempts of candidate score minus incumbent score."""
+    return {task_id: math.fsum(c.score.value - i.score.value  # type: ignore[union-attr]
+                               for i, c in pairs) / len(pairs)
+            for task_id, pairs in paired_attempts(incumbent, candidate).items() if pairs}
+
+
+def metric_deltas(incumbent: TaskAttempts, candidate: TaskAttempts, metric: str
+                  ) -> tuple[dict[str, float], float | None, float | None]:
+    """Per-task paired deltas of a metric's mean, and both sides' means over those tasks."""
+    inc = incumbent.metric_means(metric)
+    cand = candidate.metric_means(metric)
+    shared = [t for t in cand if t in inc]
+    if not shared:
+        return {}, None, None
+    deltas = {t: cand[t] - inc[t] for t in shared}
+    return (deltas, math.fsum(inc[t] for t in shared) / len(shared),
+            math.fsum(cand[t] for t in shared) / len(shared))
+
+
+def regression_allowance(spec: MetricSpec, start_mean: float) -> float:
+    """How much a metric may regress: ``max_increase``, or that fraction of the start
+    config's mean when the tolerance is relative."""
+    return spec.max_increase * abs(start_mean) if spec.relative else spec.max_increase
+
+
+def regressions(spec: MetricSpec, start: TaskAttempts, candidate: TaskAttempts, metric: str
+                ) -> tuple[list[float], float | None, float | None]:
+    """Per task with both: how much worse the candidate is (an increase for ``lower``
+    metrics, a decrease for ``higher`` ones), and both configs' means over those tasks."""
+    deltas, before, after = metric_deltas(start, candidate, metric)
+    sign = 1.0 if spec.direction == "lower" else -1.0
+    return [sign * d for d in deltas.values()], before, after
+
+
+def aux_text(metric: str, spec: MetricSpec, before: float, after: float, bound: float,
+             allowed: float, *, scope: str = "") -> str:
+    """``cost +8.1% (upper bound of regression +9.6%, allowed +10.0%)``, in the metric's
+    own terms (percent of the start for a relative tolerance); ``scope`` follows the
+    bound (``on these 110 tasks, …``)."""
+    word = "regression" if spec.direction == "lower" else "loss"
+    return (f"{metric} {_amount(spec, before, after - before, '.1f', '.4g')} (upper bound "
+            f"of {word} {_amount(spec, before, bound, '.1f', '.4g')}{scope}, allowed "
+            f"{_amount(spec, before, allowed, '.1f', '.4g', allowance=True)})")
+
+
+def _amount(spec: MetricSpec, before: float, x: float, pct: str, plain: str, *,
+            allowance: bool = False) -> str:
+    if spec.relative and before != 0:
+        share = spec.max_increase if allowance else x / abs(before)
+        return f"{100 * share:+{pct}}%"
+    return f"{x:+{plain}}"
+
+
+def paired_regressions(spec: MetricSpec, start: TaskAttempts, final: TaskAttempts, metric: str
+                       ) -> list[list[float]]:
+    """Per task both ran: how much worse ``final`` is on each seed both completed with
+    ``metric`` (an increase for ``lower`` metrics, a decrease for ``higher`` ones)."""
+    sign = 1.0 if spec.direction == "lower" else -1.0
+    out: list[list[float]] = []
+    for task_id, mine in start.items():
+        theirs = {a.seed: a.metrics[metric] for a in final.get(task_id, ())
+                  if a.stop_reason == "completed" and metric in a.metrics}
+        pairs = [sign * (theirs[a.seed] - a.metrics[metric]) for a in mine
+                 if a.stop_reason == "completed" and metric in a.metrics and a.seed in theirs]
+        if pairs:
+            out.append(pairs)
+    return out
+
+
+def tolerance_check(metric: str, spec: MetricSpec, start: TaskAttempts, final: TaskAttempts,
+                    *, alpha: float) -> GateResult:
+    """One auxiliary tolerance from the start config to the final one on the test split,
+    the check of what the gates promised. ``details.status``: ``within`` (the one-sided
+    ``1 - alpha`` upper bound of the regression within the allowance: shown),
+    ``unclear`` (the estimate within, the bound not) or ``beyond`` (the estimate past
+    the allowance). Only ``beyond`` fails: ``forge promote`` refuses it unless told to
+    accept it.
+
+    The bound is over *these* test tasks, from their paired attempts
+    (:func:`~forge.stats.fixed_tasks_bound`): the gates already generalised over tasks,
+    on dev and val, and the test split is what the check is asked about — the truth a
+    benchmark scores it by is the test tasks' own expectation. The bound over tasks
+    like these (:func:`~forge.stats.paired_test`, whose spread is the few tasks where a
+    rare event happens at all) is journaled and shown beside it as ``bound_new_tasks``;
+    with fewer than two attempts a task it is the only one, and decides.
+    """
+    name = f"aux:{metric}"
+    worse, before, after = regressions(spec, start, final, metric)
+    if before is None or after is None:
+        return GateResult(name=name, passed=True, details={"status": "absent"},
+                          reason=f"{metric} not reported by both configs: nothing to compare")
+    t = paired_test(worse, alpha=alpha)
+    fixed = fixed_tasks_bound(paired_regressions(spec, start, final, metric), alpha=alpha)
+    allowed = regression_allowance(spec, before)
+    bound = t.ci_high if fixed is None else fixed.bound
+    status = ("within" if bound <= allowed + 1e-12
+              else "beyond" if t.effect > allowed + 1e-12 else "unclear")
+    words = {"within": "within the allowance", "unclear": "within by the estimate, not "
+             "shown by the bound", "beyond": "BEYOND the allowance"}[status]
+    scope = ("" if fixed is None else
+             f" on these {fixed.n_tasks} tasks, "
+             + (f"{_amount(spec, before, t.ci_high, '.1f', '.4g')} on tasks like them"
+                if math.isfinite(t.ci_high) else "none on tasks like them from one task"))
+    # From one task there is no bound over tasks like it (t's is infinite): none, not inf,
+    # which no journal line can hold (a search on one-task splits died writing it).
+    details: dict[str, float | int | str | None] = {
+        "before": before, "after": after, "bound": _finite(bound), "allowed": allowed,
+        "direction": spec.direction, "status": status, "n_tasks": t.n}
+    if fixed is not None:
+        details |= {"bound_new_tasks": _finite(t.ci_high), "pairs": fixed.n_pairs,
+                    "df": _finite(fixed.df)}
+    return GateResult(name=name, passed=status != "beyond",
+                      reason=f"{aux_text(metric, spec, before, after, bound, allowed, scope=scope)}"
+                             f": {words}", details=details)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def floor_gate(tag: str, floor: float, checks: Sequence[tuple[str, TaskAttempts, TaskAttempts]],
+               tags: Mapping[str, Sequence[str]]) -> GateResult:
+    """Every task tagged ``tag`` stays at or above ``floor`` (pass rate), in each split.
+
+    A task the incumbent already had below the floor fails the gate only if the
+    candidate does worse on it: the gate refuses regressions, not old debts.
+    """
+    failures: list[str] = []
+    checked = 0
+    for split, incumbent, candidate in checks:
+        cand_rates, inc_rates = candidate.pass_rates(), incumbent.pass_rates()
+        for task_id in candidate:
+            if tag not in tags.get(task_id, ()):
+                continue
+            cand_rate = cand_rates.get(task_id)
+            if cand_rate is None:
+                continue
+            checked += 1
+            inc_rate = inc_rates.get(task_id)
+            if cand_rate < floor and (inc_rate is None or inc_rate >= floor
+                                      or cand_rate < inc_rate):
+                was = "—" if inc_rate is None else f"{inc_rate:.0%}"
+                failures.append(f"{split}/{task_id} {cand_rate:.0%} (was {was})")
+    name = f"floor:{tag}"
+    if failures:
+        shown = ", ".join(failures[:5]) + (f" and {len(failures) - 5} more"
+                                           if len(failures) > 5 else "")
+        return GateResult(name=name, passed=False,
+                          reason=f"{len(failures)} {tag} task(s) below floor {floor:.0%}: {shown}",
+                          details={"failures": len(failures), "checked": checked})
+    if not checked:
+        # A floor that compared nothing shows nothing: every tagged task unscored for the
+        # candidate (or none tagged at all) is no evidence that they hold.
+        return GateResult(name=name, passed=False,
+                          reason=f"no {tag} task scored for the candidate: its floor "
+                                 f"{floor:.0%} is not shown", details={"checked": 0})
+    return GateResult(name=name, passed=True,
+                      reason=f"all {checked} {tag} task checks at or above {floor:.0%}",
+                      details={"checked": checked})

@@ -1,0 +1,257 @@
+"""Journals of version 1 stay readable, and today's outputs keep their shape.
+
+Three fixtures under ``tests/data``:
+
+- ``journal_v1/verdicts/``: the run folder of a finished search on the ``verdicts`` bench
+  (``tests/data/verdicts``), written by forge at commit 11dc8f9 (journal format 1, before
+  the sequential search of issue 14), with every record kind (``start``,
+  ``proposal_invalid``, ``candidate``, ``stop``, ``test`` with its ``aux`` list, ``end``)
+  and every verdict (promoted; rejected by the dev, val and aux gates; skipped). See its
+  ``make.py``. Today's forge must read it, show it exactly as it did
+  (``journal_v1/verdicts.show.json``), list it, report it and promote it, and refuse to
+  resume it: this forge's search would not reach its decisions.
+- ``golden/``: what ``forge search --json``, ``forge journal show --json``,
+  ``journal.jsonl`` and ``run.json`` hold for a fixed-seed search of a few seconds on the
+  same bench, the values of volatile keys masked, recorded with the issue-14 search (see
+  its ``make.py``). Running that search again must give the same shapes and values, type
+  for type (``1`` is not ``1.0``, ``true`` is not ``1``).
+- ``store_v1/golden/``: that golden search killed after its third record with 100 attempts
+  in a plain ``attempts.jsonl`` (store format 1), written before the compressed store
+  (see its ``make.py``). Today's forge must resume it to the golden decisions, reusing
+  those attempts and appending to the plain file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import assert_user_error, forget_bench_harness, run_forge, run_forge_json
+
+from forge.errors import JournalError
+from forge.journal.records import CandidateRecord, EndRecord, ProposalInvalidRecord, TestRecord
+from forge.launch import resume_search
+from forge.registry import load_config, load_registry
+from forge.review import STEP_KEYS, load_run_records
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+BENCH = DATA / "verdicts"
+COMPAT = DATA / "journal_v1" / "verdicts"
+GOLDEN = DATA / "golden"
+STORE_V1 = DATA / "store_v1" / "golden"
+
+#: Keys that differ between two runs of the same search: the clock, and where it ran.
+VOLATILE = {"at", "elapsed_s"}
+
+_forget = forget_bench_harness(BENCH)
+
+
+def canonical(value: Any) -> str:
+    """Type-exact comparison text: JSON with sorted keys (``1`` and ``1.0`` differ)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)
+
+
+def without(record: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+def masked(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the value of each volatile key replaced (the key itself stays)."""
+    return {k: "<volatile>" if k in VOLATILE else v for k, v in record.items()}
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def load_golden(name: str) -> Any:
+    return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def journals(tmp_path: Path) -> Path:
+    """A copy of the compatibility run, its bench path pointing at this checkout's bench
+    (run.json names the folder the run was made in)."""
+    root = tmp_path / "journals"
+    folder = Path(shutil.copytree(COMPAT, root / "verdicts"))
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    info["bench_path"] = str(BENCH / "bench.yaml")
+    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return root
+
+
+# -- (a) a journal written before issue 13 ---------------------------------------------------
+
+def test_the_old_journal_holds_every_kind_and_verdict() -> None:
+    # The fixture itself: what the tests below rely on it to hold.
+    records = read_lines(COMPAT / "journal.jsonl")
+    assert not any("format_version" in r for r in records)
+    assert [r["kind"] for r in records if r["kind"] != "candidate"] == [
+        "start", "proposal_invalid", "stop", "test", "end"]
+    candidates = [r for r in records if r["kind"] == "candidate"]
+    assert {r["verdict"] for r in candidates} == {"promoted", "rejected", "skipped"}
+    failed = {g["name"] for r in candidates for g in r["gates"] if not g["passed"]}
+    assert failed == {"dev", "val", "aux:cost"}
+    assert any(r.get("val") for r in candidates) and any(r.get("aux") for r in candidates)
+    assert next(r for r in records if r["kind"] == "test")["aux"]
+
+
+def test_the_reader_loads_an_old_journal_into_typed_records(journals: Path) -> None:
+    run = load_run_records(journals / "verdicts")
+    assert run.finished and isinstance(run.end, EndRecord) and isinstance(run.test, TestRecord)
+    assert len(run.candidates) == 7 and all(isinstance(r, CandidateRecord)
+                                            for r in run.candidates)
+    assert [type(r) for r in run.invalid] == [ProposalInvalidRecord]
+    assert run.info.options.proposer == "llm" and len(run.info.options.first_moves) == 3
+    assert run.info.options.proposer_info is not None
+    assert [(p.step, p.target) for p in run.promotions] == [(1, "boost")]
+
+
+def test_journal_show_json_of_an_old_journal_is_what_it_was(
+        journals: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shown = run_forge_json(capsys, "journal", "show", "verdicts", "--journals", journals,
+                           "--json")
+    expected = json.loads((COMPAT.parent / "verdicts.show.json").read_text(encoding="utf-8"))
+    assert canonical(shown) == canonical(expected)
+    for step in shown:
+        assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS
+
+
+def test_journal_list_and_show_read_an_old_journal(
+        journals: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [row] = run_forge_json(capsys, "journal", "list", "--journals", journals, "--json")
+    end = read_lines(COMPAT / "journal.jsonl")[-1]
+    assert (row["run_id"], row["status"], row["problem"]) == ("verdicts", "finished", None)
+    assert (row["steps"], row["promotions"], row["stop_reason"]) == (
+        end["steps"], len(end["promotions"]), end["stop_reason"])
+    assert row["candidates"] == 7 and row["rollouts_used"] == end["rollouts_used"]
+    assert row["test"] == end["test"]
+    code, out, err = run_forge(capsys, "journal", "show", "verdicts", "--journals", journals)
+    assert code == 0, err
+    assert "PROMOTED" not in out and "promoted" in out and "invalid" in out
+
+
+def test_report_of_an_old_journal(journals: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "report.html"
+    code, _, err = run_forge(capsys, "report", "verdicts", "--journals", journals,
+                             "--html", page)
+    assert code == 0, err
+    text = page.read_text(encoding="utf-8")
+    assert 'id="test-result"' in text and "headline good" in text
+    assert text.count('<g class="decision ') == 7
+    assert "invalid proposals (no move)" in text
+
+
+def test_promote_and_rollback_of_an_old_journal(journals: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "defaults.yaml"
+    shutil.copy(BENCH / "defaults.yaml", target)
+    result = run_forge_json(capsys, "promote", "verdicts", "--journals", journals,
+                            "--to", target, "--json")
+    assert result["moves"] == [{"step": 1, "target": "boost", "before": False, "after": True}]
+    registry = load_registry(BENCH / "registry.yaml")
+    assert load_config(target, registry).values["boost"] is True
+    code, _, err = run_forge(capsys, "rollback", target)
+    assert code == 0, err
+    assert target.read_bytes() == (BENCH / "defaults.yaml").read_bytes()
+
+
+def test_an_old_journal_is_not_resumed(journals: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Its decisions came from the search before issue 14: a resume would replay them with
+    # another search. Refused before anything runs or is written.
+    folder = journals / "verdicts"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(JournalError) as err:
+        resume_search("verdicts", journals=journals)
+    assert Path(str(err.value.file)) == folder / "run.json"
+    assert err.value.field == "format_version"
+    assert "format_version 1" in str(err.value) and "review, report or promote" in str(
+        err.value)
+    code, out, stderr = run_forge(capsys, "search", "--resume", "verdicts", "--journals",
+                                  journals)
+    assert_user_error(code, out, stderr, "run.json", "format_version", "cannot resume")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+# -- (b) a search of today against the golden outputs ---------------------------------------
+
+def _search(journals: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    result: dict[str, Any] = run_forge_json(
+        capsys, "search", BENCH, "--proposer", "sweep", "--seed", 1, "--candidates", 5,
+        "--run-id", "golden", "--journals", journals, "--json")
+    return result
+
+
+def test_search_json_and_journal_are_the_golden_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journals = tmp_path / "journals"
+    result = _search(journals, capsys)
+    assert canonical(result) == canonical(load_golden("search.json"))
+
+    shown = run_forge_json(capsys, "journal", "show", "golden", "--journals", journals,
+                           "--json")
+    assert canonical([masked(s) for s in shown]) == canonical(load_golden("show.json"))
+    for step in shown:
+        assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS
+
+    records = read_lines(journals / "golden" / "journal.jsonl")
+    golden = load_golden("journal.json")
+    assert [r["kind"] for r in records] == [r["kind"] for r in golden]
+    for record, expected in zip(records, golden, strict=True):
+        assert canonical(masked(record)) == canonical(expected)
+    assert {r["format_version"] for r in records} == {2}
+
+    info = json.loads((journals / "golden" / "run.json").read_text(encoding="utf-8"))
+    assert canonical(without(info, {"bench_path", "created_at"})) == canonical(
+        load_golden("run.json"))
+
+
+def test_a_run_journaled_before_precision_rounds_resumes_without_them() -> None:
+    from forge.journal import RunOptions
+    from forge.search.options import SearchOptions
+
+    options = RunOptions.model_validate(load_golden("run.json")["options"])
+    assert options.precision_rounds == 2
+    old = RunOptions.model_validate(
+        {k: v for k, v in options.model_dump(mode="json").items() if k != "precision_rounds"})
+    assert "precision_rounds" not in old.model_dump(mode="json")  # written back as it was
+    resumed = [SearchOptions.from_journal(o, seed=1, concurrency=1, timeout_s=1.0)
+               for o in (options, old)]
+    # A run from before the rounds existed went to its stop without them: so does its resume.
+    assert [o.precision_rounds for o in resumed] == [2, 0]
+
+
+# -- (c) a run whose attempt store is plain JSONL (store format 1) ----------------------------
+
+
+def test_a_run_with_a_plain_attempt_store_resumes_to_the_golden_decisions_in_its_format(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The golden search killed after its third record, 100 attempts on file, by the forge
+    # of before the compressed store (tests/data/store_v1/make.py).
+    journals = tmp_path / "journals"
+    folder = Path(shutil.copytree(STORE_V1, journals / "golden"))
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    info["bench_path"] = str(BENCH / "bench.yaml")
+    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    sample = (folder / "attempts.jsonl").read_bytes()
+
+    result = run_forge_json(capsys, "search", "--resume", "golden", "--journals", journals,
+                            "--json")
+    assert canonical(result) == canonical(load_golden("search.json"))
+    records = read_lines(folder / "journal.jsonl")
+    assert [canonical(masked(r)) for r in records] == [
+        canonical(r) for r in load_golden("journal.json")]
+    # Appended to in its own format, after what was there, each attempt once: the 100 on
+    # file were served from it, not run again.
+    assert not (folder / "attempts.jsonl.gz").exists()
+    stored = (folder / "attempts.jsonl").read_bytes()
+    assert stored.startswith(sample) and len(stored) > len(sample)
+    keys = Counter((r["config"], r["stream"], r["result"]["task_id"], r["result"]["attempt"])
+                   for r in read_lines(folder / "attempts.jsonl"))
+    assert max(keys.values()) == 1 and len(keys) > 100
