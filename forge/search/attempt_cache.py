@@ -4,11 +4,18 @@
 indices), running only those the store does not hold, and counts every attempt
 the search asked for once toward the rollout and cost budgets, whether it ran now
 or was found in the store (so a resumed search spends what an uninterrupted one did).
+
+It runs nothing itself: :meth:`Rollouts.fetch` is a generator that yields a
+:class:`RolloutRequest` for the attempts the store lacks and takes their results back,
+so that the search built on it is an ask/tell object (:class:`forge.search.Search`):
+whoever drives it runs each request where it likes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from forge.bench import Bench
 from forge.failures import FailureTally
@@ -19,7 +26,25 @@ from forge.rollout import AttemptKey
 from forge.session import Session
 from forge.task import Task
 
-__all__ = ["Rollouts"]
+__all__ = ["Fetch", "RolloutRequest", "Rollouts"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """Attempts a search needs run: ``config`` on ``keys`` (task, attempt index) of
+    ``split``, seeded from ``stream``; answered with one result per key."""
+
+    config: Config
+    split: str
+    stream: str
+    keys: tuple[AttemptKey, ...]
+
+
+#: A part of the search that needs attempts: it yields requests, is sent each one's
+#: results, and returns its value (``yield from`` composes them).
+Fetch = Generator[RolloutRequest, Sequence[AttemptResult], _T]
 
 
 class Rollouts:
@@ -69,6 +94,11 @@ class Rollouts:
             results = self.session.attempts(config, missing, split=split, stream=stream)
             self.store.add(fp, stream, results)
             self.executed += len(results)
+        return self._counted(fp, stream, tasks, attempts)
+
+    def _counted(self, fp: str, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
+                 ) -> TaskAttempts:
+        """The stored attempts by task id, each counted once toward ``used`` and ``cost``."""
         out: dict[str, list[AttemptResult]] = {}
         for t in tasks:
             got = out.setdefault(t.id, [])
@@ -84,3 +114,16 @@ class Rollouts:
                     self.cost += a.metrics.get("cost", 0.0)
                     self.failures.add(a, fp)
         return TaskAttempts(out)
+
+    def fetch(self, config: Config, split: str, stream: str, tasks: Sequence[Task],
+              attempts: Sequence[int]) -> Fetch[TaskAttempts]:
+        """As :meth:`get`, but the attempts the store lacks are yielded as one
+        :class:`RolloutRequest`, and the results sent back are stored."""
+        fp = config.fingerprint
+        missing = tuple(AttemptKey(t, i) for t in tasks for i in attempts
+                        if self.store.get(fp, stream, t.id, i) is None)
+        if missing:
+            results = yield RolloutRequest(config, split, stream, missing)
+            self.store.add(fp, stream, list(results))
+            self.executed += len(results)
+        return self._counted(fp, stream, tasks, attempts)

@@ -1,0 +1,84 @@
+"""The budget of a search: what it may still spend, asked in one place.
+
+A search spends rollouts, cost and wall time (:class:`~forge.bench.BudgetSettings`);
+every rollout it asks for counts once, whether it ran now or came from the attempt store
+(:class:`~forge.search.attempt_cache.Rollouts`). A batch (a screening chunk, a
+confirmation look) runs only if it fits what is left to within :attr:`Budget.slack`,
+one chunk of two configs' attempts, so that the last decision may finish a chunk
+rather than leave it half read. A decision cut short marks the budget spent
+(:meth:`Budget.cut_short`): the search stops there, as ``budget_rollouts``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from forge.bench import BudgetSettings
+from forge.journal.records import StopReason
+from forge.search.attempt_cache import Rollouts
+
+__all__ = ["Budget"]
+
+
+class Budget:
+    """What a search may still spend; ``rollouts`` counts what it has spent."""
+
+    def __init__(self, settings: BudgetSettings, rollouts: Rollouts, *, slack: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.rollouts = rollouts
+        #: The rollouts a batch may run past what is left (one chunk of two configs).
+        self.slack = slack
+        self._clock = clock
+        self._t0 = clock()
+        #: A decision was cut short: it did not fit what was left.
+        self.spent = False
+
+    @property
+    def used(self) -> int:
+        return self.rollouts.used
+
+    @property
+    def cost(self) -> float:
+        return self.rollouts.cost
+
+    def elapsed(self) -> float:
+        return self._clock() - self._t0
+
+    def left(self) -> int | None:
+        """Rollouts left (None: no rollout budget)."""
+        cap = self.settings.rollouts
+        return None if cap is None else max(0, cap - self.rollouts.used)
+
+    def allows(self, need: int) -> bool:
+        """Whether a batch of ``need`` new rollouts may run: nothing new always may; else
+        some must be left, and ``need`` within what is left plus :attr:`slack`."""
+        left = self.left()
+        return left is None or not need or (left > 0 and need <= left + self.slack)
+
+    def holds(self, need: int) -> bool:
+        """Whether ``need`` new rollouts fit what is left, with no slack (a block that is
+        run whole or not at all)."""
+        left = self.left()
+        return left is None or need <= left
+
+    def cut_short(self) -> None:
+        """A decision did not fit: the search stops at its next check."""
+        self.spent = True
+
+    def stop_reason(self) -> StopReason | None:
+        """Why the search must stop now, if the budget says so."""
+        b = self.settings
+        if self.spent or (b.rollouts is not None and self.rollouts.used >= b.rollouts):
+            return "budget_rollouts"
+        if b.cost is not None and self.rollouts.cost >= b.cost:
+            return "budget_cost"
+        if b.wall_time_s is not None and self.elapsed() >= b.wall_time_s:
+            return "budget_wall_time"
+        return None
+
+    def totals(self) -> dict[str, float]:
+        """What a candidate record journals of the spending so far."""
+        return {"rollouts_total": self.rollouts.used, "cost_total": self.rollouts.cost,
+                "elapsed_s": self.elapsed()}
