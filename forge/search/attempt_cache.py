@@ -127,3 +127,14 @@ class Rollouts:
             self.store.add(fp, stream, list(results))
             self.executed += len(results)
         return self._counted(fp, stream, tasks, attempts)
+
+    def drive(self, fetch: Fetch[_T]) -> _T:
+        """Run ``fetch`` to its end on this cache's session, each request as it comes."""
+        try:
+            request = next(fetch)
+            while True:
+                results = self.session.attempts(request.config, list(request.keys),
+                                                split=request.split, stream=request.stream)
+                request = fetch.send(results)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
