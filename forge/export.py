@@ -255,11 +255,50 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
     """
     out = Path(out)
     meta = sidecar_path(out)
+    _check_destination(out, meta, source)
+    sel = _select(result)
+    rows, lines = _render(sel, inputs, source=source, system=system,
+                          keep_duplicates=keep_duplicates)
+    sel.counts["exported"] = len(rows)
+    source_sha = _source_digest(source)
+    data = _write_jsonl(out, lines)
+    written = _split_lines(data)
+    if len(written) != len(rows):  # another writer came between our write and our read
+        raise ExportError(f"wrote {len(rows)} lines, read back {len(written)}", file=out)
+    tasks_digest = result.env.get("tasks")
+    sidecar = ExportSidecar(
+        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
+        source=SourceResult(path=str(source) if source is not None else None,
+                            sha256=source_sha),
+        bench=result.bench, split=result.split, k=result.k,
+        env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
+        tasks_digest=tasks_digest if isinstance(tasks_digest, str) else None,
+        system=system or None, prompt_fields=list(PROMPT_FIELDS),
+        keep_duplicates=keep_duplicates, selection=sel.counts,
+        lines=_sidecar_lines(rows, written),
+    )
+    try:
+        atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
+    return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
+                         jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def _check_destination(out: Path, meta: Path, source: str | Path | None) -> None:
+    """Refuse a JSONL path that is a folder or would overwrite the exported result."""
     if source is not None and Path(source).resolve() in {out.resolve(), meta.resolve()}:
         raise ExportError("would overwrite the result it exports from", file=out)
     if out.is_dir():
         raise ExportError("is a folder; expected a file path for the JSONL", file=out)
-    sel = _select(result)
+
+
+def _render(sel: _Selection, inputs: Mapping[str, Any], *, source: str | Path | None,
+            system: str | None, keep_duplicates: bool
+            ) -> tuple[list[tuple[_Selected, str]], list[str]]:
+    """The selected attempts as JSONL lines, each with its attempt and the input field
+    its prompt came from; counts duplicates dropped and lines with tool calls."""
     rows: list[tuple[_Selected, str]] = []
     lines: list[str] = []
     seen: set[str] = set()
@@ -270,12 +309,7 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
                               file=source)
         user, prompt_from = prompt_text(inputs[task_id])
         calls = s.attempt.output.tool_calls if s.attempt.output is not None else []
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system \
-            else []
-        messages += [{"role": "user", "content": user}, *tool_turns(calls),
-                     {"role": "assistant", "content": s.text}]
-        # json.dumps escapes newlines inside strings, so one record is one line.
-        line = json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False)
+        line = _message_line(system, user, calls, s.text)
         if line in seen and not keep_duplicates:
             sel.counts["skipped_duplicate"] += 1
             continue
@@ -283,47 +317,48 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
         sel.counts["with_tool_calls"] += bool(calls)
         lines.append(line)
         rows.append((s, prompt_from))
-    sel.counts["exported"] = len(rows)
-    source_sha = None
-    if source is not None:
-        try:
-            source_sha = file_digest(source)
-        except OSError as exc:
-            raise ExportError(f"cannot read: {exc.strerror or exc}", file=source) from None
+    return rows, lines
+
+
+def _message_line(system: str | None, user: str, calls: Sequence[ToolCall], text: str) -> str:
+    """One chat record: the system prompt if any, the user turn, the tool turns and the
+    assistant's answer."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system \
+        else []
+    messages += [{"role": "user", "content": user}, *tool_turns(calls),
+                 {"role": "assistant", "content": text}]
+    # json.dumps escapes newlines inside strings, so one record is one line.
+    return json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False)
+
+
+def _source_digest(source: str | Path | None) -> str | None:
+    if source is None:
+        return None
+    try:
+        return file_digest(source)
+    except OSError as exc:
+        raise ExportError(f"cannot read: {exc.strerror or exc}", file=source) from None
+
+
+def _write_jsonl(out: Path, lines: list[str]) -> bytes:
+    """Write the lines and return the bytes on disk."""
     try:
         atomic_write_text(out, "".join(line + "\n" for line in lines))
         # Hash what is on disk, split the way verify splits it: export and verify then
         # agree by construction, whatever the platform did to the bytes.
-        data = out.read_bytes()
+        return out.read_bytes()
     except OSError as exc:
         raise ExportError(f"cannot write: {exc.strerror or exc}", file=out) from None
-    written = _split_lines(data)
-    if len(written) != len(rows):  # another writer came between our write and our read
-        raise ExportError(f"wrote {len(rows)} lines, read back {len(written)}", file=out)
-    sidecar = ExportSidecar(
-        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
-        source=SourceResult(path=str(source) if source is not None else None,
-                            sha256=source_sha),
-        bench=result.bench, split=result.split, k=result.k,
-        env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
-        tasks_digest=result.env.get("tasks") if isinstance(result.env.get("tasks"), str)
-        else None,
-        system=system or None, prompt_fields=list(PROMPT_FIELDS),
-        keep_duplicates=keep_duplicates, selection=sel.counts,
-        lines=[SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
-                           seed=s.attempt.seed,
-                           score=s.attempt.score.value if s.attempt.score else 0.0,
-                           prompt_from=prompt_from, sha256=sha256_hex(raw))
-               for i, ((s, prompt_from), raw) in enumerate(zip(rows, written, strict=True),
-                                                           start=1)],
-    )
-    try:
-        atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
-    except OSError as exc:
-        raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
-    return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
-                         jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def _sidecar_lines(rows: list[tuple[_Selected, str]], written: list[bytes]
+                   ) -> list[SidecarLine]:
+    return [SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
+                        seed=s.attempt.seed,
+                        score=s.attempt.score.value if s.attempt.score else 0.0,
+                        prompt_from=prompt_from, sha256=sha256_hex(raw))
+            for i, ((s, prompt_from), raw) in enumerate(zip(rows, written, strict=True),
+                                                        start=1)]
 
 
 def tool_turns(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
