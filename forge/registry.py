@@ -32,16 +32,16 @@ from forge._files import (
 from forge.bounds import MAX_SETTINGS
 from forge.errors import ConfigError, RegistryError
 from forge.secrets import clip
-from forge.settings import INT_BOUND as INT_BOUND  # re-exported: callers name it here
-from forge.settings import (
-    BoolSetting,
-    EnumSetting,
-    FloatSetting,
-    IntSetting,
-    Scalar,
-    Setting,
-    same_value,
-)
+
+# The setting kinds have their own module; callers name them here too.
+from forge.settings import INT_BOUND as INT_BOUND
+from forge.settings import BoolSetting as BoolSetting
+from forge.settings import EnumSetting as EnumSetting
+from forge.settings import FloatSetting as FloatSetting
+from forge.settings import IntSetting as IntSetting
+from forge.settings import Scalar as Scalar
+from forge.settings import Setting as Setting
+from forge.settings import same_value as same_value
 
 __all__ = [
     "BoolSetting",

@@ -26,6 +26,7 @@ from forge.commands._common import (
     err,
     out,
     print_json,
+    write_for_option,
 )
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED, evaluate
@@ -80,7 +81,7 @@ def eval_command(
                                 concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
                                 executor=settings, show=err.is_terminal)
     if save is not None:
-        _save(result, save)
+        write_for_option("--save", save, save_result, result, save)
     failures = FailureTally.of(result.attempts, result.config_fingerprint)
     if as_json:
         _print_json_summary(result, failures)
@@ -101,14 +102,6 @@ def _config(bench: Bench, config_file: Path | None, assignments: list[str] | Non
         config = bench.registry.with_values(config, dict(parse_assignment(a)
                                                          for a in assignments))
     return config
-
-
-def _save(result: EvalResult, save: Path) -> None:
-    try:
-        save_result(result, save)
-    except OSError as exc:
-        raise OptionError(f"cannot write {save}: {exc.strerror or exc}",
-                          option="--save") from None
 
 
 def _print_json_summary(result: EvalResult, failures: FailureTally) -> None:

@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.cigate import GateOptions, GateReport, run_gates
+from forge.cigate import GateOptions, run_gates
+from forge.commands._common import write_for_option
 from forge.errors import OptionError
 from forge.report.cigate import append_step_summary, markdown_summary, write_junit
 from forge.results import load_result
@@ -65,7 +66,7 @@ def gate_command(
     report = run_gates(result, options=options, baseline=base, current_name=str(current),
                        baseline_name=str(baseline) if baseline is not None else "baseline")
     if junit is not None:
-        _write_junit(report, junit)
+        write_for_option("--junit", junit, write_junit, report, junit)
     markdown = markdown_summary(report)
     if as_json:
         _print_json(report.as_json())
@@ -88,14 +89,6 @@ def _gate_options(*, baseline: Path | None, min_pass_rate: float, task_floor: fl
     return GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
                        max_drop=0.0 if max_drop is None else max_drop,
                        max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha)
-
-
-def _write_junit(report: GateReport, junit: Path) -> None:
-    try:
-        write_junit(report, junit)
-    except OSError as exc:
-        raise OptionError(f"cannot write {junit}: {exc.strerror or exc}",
-                          option="--junit") from None
 
 
 def _append_summary(markdown: str) -> None:
