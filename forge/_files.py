@@ -83,6 +83,22 @@ def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
     """Parse a YAML file; a missing, unreadable, malformed or hostile file (see
     :mod:`forge._parse`) raises ``error`` with the line and field where known."""
     p = Path(path)
+    text = _decode(_read_bounded(p, error), p, error)
+    try:
+        composed = compose_yaml(text)
+        root, data = composed.root, composed.data
+        check_value(data)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, text, p, error) from None
+    except HostileValue as exc:
+        refused = YamlDocument(path=p, data=None, root=root)
+        raise error(exc.message, file=p, field=field_path(exc.loc) or None,
+                    line=refused.line_of(exc.loc)) from None
+    return YamlDocument(path=p, data=data, root=root)
+
+
+def _read_bounded(p: Path, error: type[InputFileError]) -> bytes:
+    """The file's bytes, refused past :data:`MAX_YAML_BYTES` without reading further."""
     try:
         with p.open("rb") as file:  # no further than the bound: the file may be huge
             raw = file.read(MAX_YAML_BYTES + 1)
@@ -95,38 +111,33 @@ def load_yaml(path: str | Path, error: type[InputFileError]) -> YamlDocument:
     if len(raw) > MAX_YAML_BYTES:
         raise error(f"larger than {MAX_YAML_BYTES:,} bytes ({MAX_YAML_BYTES // 2**20} MiB); "
                     "expected a YAML file of a few kilobytes", file=p)
-    text = _decode(raw, p, error)
-    try:
-        composed = compose_yaml(text)
-        root, data = composed.root, composed.data
-        check_value(data)
-    except DuplicateKey as exc:
+    return raw
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str, p: Path,
+                error: type[InputFileError]) -> InputFileError:
+    """The one-line error for a YAML file PyYAML or forge's bounds refused."""
+    if isinstance(exc, DuplicateKey):
         mark = exc.problem_mark
-        raise error(exc.problem or "a key is written twice", file=p,
-                    field=field_path(exc.loc) or None,
-                    line=None if mark is None else mark.line + 1) from None
-    except BoundExceeded as exc:
+        return error(exc.problem or "a key is written twice", file=p,
+                     field=field_path(exc.loc) or None,
+                     line=None if mark is None else mark.line + 1)
+    if isinstance(exc, BoundExceeded):
         mark = exc.problem_mark
         where = "" if mark is None else f" (at column {mark.column + 1})"
-        raise error(f"{exc.problem}{where}", file=p,
-                    line=None if mark is None else mark.line + 1) from None
-    except yaml.MarkedYAMLError as exc:
+        return error(f"{exc.problem}{where}", file=p,
+                     line=None if mark is None else mark.line + 1)
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "malformed YAML"
-        raise error(f"malformed YAML: {problem}", file=p, line=line) from None
-    except yaml.reader.ReaderError as exc:
+        return error(f"malformed YAML: {problem}", file=p, line=line)
+    if isinstance(exc, yaml.reader.ReaderError):
         # PyYAML's text for it spans two lines; one is enough, with the line number.
-        raise error(f"malformed YAML: character {_char(exc.character)} is not allowed "
-                    "(control characters must be escaped in a double-quoted string)",
-                    file=p, line=text.count("\n", 0, exc.position) + 1) from None
-    except yaml.YAMLError as exc:
-        raise error(f"malformed YAML: {' '.join(str(exc).split())}", file=p) from None
-    except HostileValue as exc:
-        refused = YamlDocument(path=p, data=None, root=root)
-        raise error(exc.message, file=p, field=field_path(exc.loc) or None,
-                    line=refused.line_of(exc.loc)) from None
-    return YamlDocument(path=p, data=data, root=root)
+        return error(f"malformed YAML: character {_char(exc.character)} is not allowed "
+                     "(control characters must be escaped in a double-quoted string)",
+                     file=p, line=text.count("\n", 0, exc.position) + 1)
+    return error(f"malformed YAML: {' '.join(str(exc).split())}", file=p)
 
 
 def _decode(raw: bytes, path: Path, error: type[InputFileError]) -> str:
@@ -189,8 +200,26 @@ def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[In
     absent file.
     """
     p = Path(path)
+    text = _read_text(p, error, what=what, missing=missing)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    except HostileValue as exc:
+        raise error(exc.message, file=p, field=field_path(exc.loc) or None) from None
+    _check_version(data, p, error, version=version, what=what)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = validation_problem(exc, data=data)
+        raise error(f"damaged {what}: {problem.message}", file=p,
+                    field=problem.field or None) from None
+
+
+def _read_text(p: Path, error: type[InputFileError], *, what: str, missing: str) -> str:
+    """The UTF-8 text of a file forge wrote, or one line saying why it cannot be read."""
+    try:
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(missing, file=p) from None
     except IsADirectoryError:
@@ -199,12 +228,11 @@ def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[In
         raise error("cannot read: not UTF-8", file=p) from None
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror or exc}", file=p) from None
-    try:
-        data = loads_json(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"malformed JSON: {exc.msg}", file=p, line=exc.lineno) from None
-    except HostileValue as exc:
-        raise error(exc.message, file=p, field=field_path(exc.loc) or None) from None
+
+
+def _check_version(data: Any, p: Path, error: type[InputFileError], *,
+                   version: int | tuple[int, ...], what: str) -> None:
+    """Refuse anything but a JSON object whose ``format_version`` this forge reads."""
     if not isinstance(data, dict) or "format_version" not in data:
         raise error(f"not a {what} (no format_version)", file=p)
     found = data["format_version"]
@@ -213,12 +241,6 @@ def load_versioned_json(path: str | Path, model: type[_Model], *, error: type[In
         raise error(f"format_version {found!r} is not readable by this forge, which reads "
                     f"{' and '.join(str(v) for v in readable)}", file=p,
                     field="format_version")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problem = validation_problem(exc, data=data)
-        raise error(f"damaged {what}: {problem.message}", file=p,
-                    field=problem.field or None) from None
 
 
 def field_path(loc: Sequence[str | int]) -> str:
@@ -313,22 +335,10 @@ def _wording(error: Any) -> str:
     ctx: dict[str, Any] = error.get("ctx") or {}
     if kind in _WORDING:
         return _WORDING[kind]
-    # pydantic quotes the discriminator's name itself ("'type'").
-    tag_field = str(ctx.get("discriminator", "type")).strip("'")
-    if kind == "union_tag_not_found":
-        return f"no {tag_field!r} field saying which kind this is"
-    if kind == "union_tag_invalid":
-        return (f"{tag_field} {short(ctx.get('tag'))} is not one of "
-                f"{ctx.get('expected_tags', 'the known kinds')}")
+    if kind in {"union_tag_not_found", "union_tag_invalid"}:
+        return _union_tag_wording(kind, ctx)
     if kind in {"too_long", "too_short"} and "actual_length" in ctx:
-        most = kind == "too_long"
-        bound = ctx.get("max_length" if most else "min_length")
-        # A mapping's count is not in the context: its validation stops past the bound.
-        actual = ctx["actual_length"]
-        if actual is None and isinstance(error.get("input"), Sized):
-            actual = len(error["input"])
-        return (f"{'at most' if most else 'at least'} {bound:,} item(s), got "
-                + (f"{actual:,}" if isinstance(actual, int) else "more"))
+        return _length_wording(kind, ctx, error.get("input"))
     if kind in {"literal_error", "enum"} and "expected" in ctx:
         return f"expected {ctx['expected']}"
     if message.startswith("Value error, "):
@@ -336,6 +346,28 @@ def _wording(error: Any) -> str:
     if message.startswith("Input should be "):
         return "must be " + message[len("Input should be "):]
     return message
+
+
+def _union_tag_wording(kind: str, ctx: dict[str, Any]) -> str:
+    """A tagged union's error: the tag field missing, or naming no known kind."""
+    # pydantic quotes the discriminator's name itself ("'type'").
+    tag_field = str(ctx.get("discriminator", "type")).strip("'")
+    if kind == "union_tag_not_found":
+        return f"no {tag_field!r} field saying which kind this is"
+    return (f"{tag_field} {short(ctx.get('tag'))} is not one of "
+            f"{ctx.get('expected_tags', 'the known kinds')}")
+
+
+def _length_wording(kind: str, ctx: dict[str, Any], value: Any) -> str:
+    """A collection with too many or too few items."""
+    most = kind == "too_long"
+    bound = ctx.get("max_length" if most else "min_length")
+    # A mapping's count is not in the context: its validation stops past the bound.
+    actual = ctx["actual_length"]
+    if actual is None and isinstance(value, Sized):
+        actual = len(value)
+    return (f"{'at most' if most else 'at least'} {bound:,} item(s), got "
+            + (f"{actual:,}" if isinstance(actual, int) else "more"))
 
 
 _UNION_TAGS = {"int", "float", "bool", "enum"}

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -386,24 +386,33 @@ def check_value(value: Any, *, surrogates: bool = True) -> None:
     while stack:
         item, loc = stack.pop()
         if isinstance(item, str):
-            if surrogates and not item.isascii() and _SURROGATE.search(item):
+            if surrogates and _has_surrogate(item):
                 raise HostileValue(_surrogate_text(item), loc)
             continue
-        if isinstance(item, dict):
-            children: Any = item.items()
-        elif isinstance(item, list):
-            children = enumerate(item)
-        else:
+        children = _children(item)
+        if children is None:
             continue
         if len(loc) >= MAX_NESTING:
             raise HostileValue(f"nested deeper than {MAX_NESTING} levels", loc)
         for key, child in children:
-            if surrogates and isinstance(key, str) and not key.isascii() \
-                    and _SURROGATE.search(key):
+            if surrogates and isinstance(key, str) and _has_surrogate(key):
                 raise HostileValue(_surrogate_text(key), (*loc, key.encode(
                     "utf-8", "backslashreplace").decode("ascii", "backslashreplace")))
             if isinstance(child, (dict, list)) or (surrogates and isinstance(child, str)):
                 stack.append((child, (*loc, key)))
+
+
+def _children(item: Any) -> Iterable[tuple[Any, Any]] | None:
+    """A container's (key, child) pairs; None for a value that holds no others."""
+    if isinstance(item, dict):
+        return item.items()
+    if isinstance(item, list):
+        return enumerate(item)
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def _surrogate_text(text: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from forge.secrets import clip
@@ -95,42 +95,59 @@ def _tokens(value: Any, budget: int, style: Style) -> Iterator[str]:
     a value that contains itself ends when the budget does. Nesting is bounded by the
     budget too (each level writes at least one character).
     """
-    comma, colon = (",", ":") if style == "canonical" else (", ", ": ")
-    if isinstance(value, str):
-        yield _string(value, budget, style)
-    elif value is None or isinstance(value, bool):
-        yield repr(value) if style == "python" else json.dumps(value)
-    elif isinstance(value, int):
-        yield (str(value) if value.bit_length() <= _MAX_SHOWN_INT_BITS
-               else f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} "
-                    "digits>")
-    elif isinstance(value, float):
-        yield repr(value) if style == "python" else json.dumps(value)
-    elif isinstance(value, Mapping):
-        yield "{"
-        items: Any = value.items()
-        if style == "canonical":
-            items = sorted(items, key=lambda kv: str(kv[0]))
-        for i, (key, item) in enumerate(items):
-            if i:
-                yield comma
-            if style == "python":
-                yield from _tokens(key, budget, style)
-            else:
-                yield _string(key if isinstance(key, str) else str(key), budget, style)
-            yield colon
-            yield from _tokens(item, budget, style)
-        yield "}"
+    if isinstance(value, Mapping):
+        yield from _mapping_tokens(value, budget, style)
     elif isinstance(value, (list, tuple, set, frozenset)):
-        yield "["
-        for i, item in enumerate(value):
-            if i:
-                yield comma
-            yield from _tokens(item, budget, style)
-        yield "]"
+        yield from _sequence_tokens(value, budget, style)
     else:
-        text = _bounded_repr(value, budget)
-        yield text if style == "python" else _string(text, budget, style)
+        yield _scalar(value, budget, style)
+
+
+def _separators(style: Style) -> tuple[str, str]:
+    """The item separator and the key separator of ``style``."""
+    return (",", ":") if style == "canonical" else (", ", ": ")
+
+
+def _mapping_tokens(value: Mapping[Any, Any], budget: int, style: Style) -> Iterator[str]:
+    comma, colon = _separators(style)
+    yield "{"
+    items: Any = value.items()
+    if style == "canonical":
+        items = sorted(items, key=lambda kv: str(kv[0]))
+    for i, (key, item) in enumerate(items):
+        if i:
+            yield comma
+        if style == "python":
+            yield from _tokens(key, budget, style)
+        else:
+            yield _string(key if isinstance(key, str) else str(key), budget, style)
+        yield colon
+        yield from _tokens(item, budget, style)
+    yield "}"
+
+
+def _sequence_tokens(value: Iterable[Any], budget: int, style: Style) -> Iterator[str]:
+    comma, _ = _separators(style)
+    yield "["
+    for i, item in enumerate(value):
+        if i:
+            yield comma
+        yield from _tokens(item, budget, style)
+    yield "]"
+
+
+def _scalar(value: Any, budget: int, style: Style) -> str:
+    """The text of a value that holds no others."""
+    if isinstance(value, str):
+        return _string(value, budget, style)
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value) if style == "python" else json.dumps(value)
+    if isinstance(value, int):
+        return (str(value) if value.bit_length() <= _MAX_SHOWN_INT_BITS
+                else f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} "
+                     "digits>")
+    text = _bounded_repr(value, budget)
+    return text if style == "python" else _string(text, budget, style)
 
 
 def _string(text: str, budget: int, style: Style) -> str:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forge.compare import diff_results, why_unpaired
+from forge.compare import ResultDiff, diff_results, why_unpaired
 from forge.errors import IncomparableError, OptionError
 from forge.results import EvalResult, TaskResult
 from forge.stats.paired import drop_lower_bound, paired_test
@@ -248,37 +248,13 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
     # diff_results refuses results from other environments (IncomparableError, exit 2)
     # before pairing anything: a drop measured across environments means nothing.
     diff = diff_results(baseline, current, names=names)
-    base_tasks = {t.task_id: t for t in baseline.tasks}
-    cur_tasks = {t.task_id: t for t in current.tasks}
-    failing: list[tuple[float, TaskFailure]] = []
-    unpaired: list[tuple[TaskResult, TaskResult]] = []
-    unmeasured: list[str] = []
-    for t in diff.tasks:
-        if t.pass_a is None or t.pass_b is None:
-            a, b = base_tasks[t.task_id], cur_tasks[t.task_id]
-            if a.n_scored and b.n_scored:
-                unpaired.append((a, b))
-            else:
-                unmeasured.append(t.task_id)
-            continue
-        drop = t.pass_a - t.pass_b
-        if drop > max_drop + _EPS:
-            failing.append((drop, TaskFailure(
-                t.task_id, f"pass rate {percent(t.pass_a)} → {percent(t.pass_b)} "
-                           f"(drop {percent(drop, max_drop)} > {percent(max_drop, drop)}, "
-                           f"{t.n_pairs} paired seeds)", drop)))
+    failing, unpaired, unmeasured = _judge_paired(diff, baseline, current, max_drop)
     paired = len(diff.tasks) - len(unpaired) - len(unmeasured)
     if not paired and not unpaired:
         raise IncomparableError(
             f"{names[0]} and {names[1]} have no task scored in both, so the regression "
             "gate would compare nothing")
-    notes = []
-    if diff.only_in_a:
-        notes.append(f"only in baseline (not compared): {', '.join(diff.only_in_a)}")
-    if diff.only_in_b:
-        notes.append(f"only in current (not compared): {', '.join(diff.only_in_b)}")
-    if unmeasured:
-        notes.append(f"nothing scored on one side (not compared): {', '.join(unmeasured)}")
+    notes = _regression_notes(diff, unmeasured)
     mean_failure = None
     if unpaired:
         notes.append(f"compared unpaired, no seed scored in both "
@@ -303,6 +279,46 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
         parts.append(mean_failure)
     return GateOutcome("regression", False, "; ".join(parts) + f" ({how})",
                        failing=tuple(f for _, f in failing), notes=tuple(notes))
+
+
+def _judge_paired(diff: ResultDiff, baseline: EvalResult, current: EvalResult,
+                  max_drop: float) -> tuple[list[tuple[float, TaskFailure]],
+                                            list[tuple[TaskResult, TaskResult]], list[str]]:
+    """The paired tasks that dropped more than ``max_drop`` (with their drop), the
+    (baseline, current) tasks with no shared seed but scores on both sides, and the
+    ids of tasks with nothing scored on one side."""
+    base_tasks = {t.task_id: t for t in baseline.tasks}
+    cur_tasks = {t.task_id: t for t in current.tasks}
+    failing: list[tuple[float, TaskFailure]] = []
+    unpaired: list[tuple[TaskResult, TaskResult]] = []
+    unmeasured: list[str] = []
+    for t in diff.tasks:
+        if t.pass_a is None or t.pass_b is None:
+            a, b = base_tasks[t.task_id], cur_tasks[t.task_id]
+            if a.n_scored and b.n_scored:
+                unpaired.append((a, b))
+            else:
+                unmeasured.append(t.task_id)
+            continue
+        drop = t.pass_a - t.pass_b
+        if drop > max_drop + _EPS:
+            failing.append((drop, TaskFailure(
+                t.task_id, f"pass rate {percent(t.pass_a)} → {percent(t.pass_b)} "
+                           f"(drop {percent(drop, max_drop)} > {percent(max_drop, drop)}, "
+                           f"{t.n_pairs} paired seeds)", drop)))
+    return failing, unpaired, unmeasured
+
+
+def _regression_notes(diff: ResultDiff, unmeasured: list[str]) -> list[str]:
+    """The notes on tasks the regression gate did not compare."""
+    notes = []
+    if diff.only_in_a:
+        notes.append(f"only in baseline (not compared): {', '.join(diff.only_in_a)}")
+    if diff.only_in_b:
+        notes.append(f"only in current (not compared): {', '.join(diff.only_in_b)}")
+    if unmeasured:
+        notes.append(f"nothing scored on one side (not compared): {', '.join(unmeasured)}")
+    return notes
 
 
 def _unpaired_drops(tasks: Sequence[tuple[TaskResult, TaskResult]], max_drop: float,

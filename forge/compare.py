@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forge.errors import IncomparableError
-from forge.results import EvalResult, paired_attempts
+from forge.results import AttemptResult, EvalResult, paired_attempts
 
 __all__ = ["ResultDiff", "TaskDiff", "check_comparable", "diff_results", "require_paired",
            "why_unpaired"]
@@ -81,23 +81,27 @@ def diff_results(a: EvalResult, b: EvalResult, *, names: tuple[str, str] = ("A",
     check_comparable(a, b, names=names)
     ids_a = {t.task_id for t in a.tasks}
     ids_b = {t.task_id for t in b.tasks}
-
-    def mean(values: list[float]) -> float | None:
-        return sum(values) / len(values) if values else None
-
-    diffs: list[TaskDiff] = []
-    for task_id, pairs in paired_attempts(a.by_task, b.by_task).items():
-        n = len(pairs)
-        diffs.append(TaskDiff(
-            task_id=task_id, n_pairs=n,
-            score_a=mean([x.score.value for x, _ in pairs if x.score]),
-            score_b=mean([y.score.value for _, y in pairs if y.score]),
-            pass_a=mean([float(x.passed) for x, _ in pairs]) if n else None,
-            pass_b=mean([float(y.passed) for _, y in pairs]) if n else None,
-        ))
+    diffs = [_task_diff(task_id, pairs)
+             for task_id, pairs in paired_attempts(a.by_task, b.by_task).items()]
     return ResultDiff(tasks=diffs,
                       only_in_a=[t.task_id for t in a.tasks if t.task_id not in ids_b],
                       only_in_b=[t.task_id for t in b.tasks if t.task_id not in ids_a])
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _task_diff(task_id: str, pairs: list[tuple[AttemptResult, AttemptResult]]) -> TaskDiff:
+    """One task's means on each side over its paired attempts."""
+    n = len(pairs)
+    return TaskDiff(
+        task_id=task_id, n_pairs=n,
+        score_a=_mean([x.score.value for x, _ in pairs if x.score]),
+        score_b=_mean([y.score.value for _, y in pairs if y.score]),
+        pass_a=_mean([float(x.passed) for x, _ in pairs]) if n else None,
+        pass_b=_mean([float(y.passed) for _, y in pairs]) if n else None,
+    )
 
 
 def why_unpaired(a: EvalResult, b: EvalResult, names: tuple[str, str] = ("A", "B")) -> str:

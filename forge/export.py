@@ -64,12 +64,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from forge._digest import canonical_json, file_digest, sha256_hex
-from forge._files import atomic_write_text, load_versioned_json
+from forge._files import atomic_write_text
 from forge.bench import Bench
 from forge.errors import ExportError
+from forge.export_sidecar import (
+    SIDECAR_FORMAT_VERSION,
+    SIDECAR_KIND,
+    SIDECAR_SUFFIX,
+    ExportSidecar,
+    SidecarLine,
+    SourceResult,
+    VerifyReport,
+    load_sidecar,
+    sidecar_path,
+    split_lines,
+    verify_export,
+)
 from forge.harness import ToolCall
 from forge.results import AttemptResult, EvalResult
 
@@ -93,17 +104,8 @@ __all__ = [
     "verify_export",
 ]
 
-SIDECAR_FORMAT_VERSION = 1
-SIDECAR_KIND = "forge.export.sft"
-SIDECAR_SUFFIX = ".meta.json"
 #: Fields of a mapping input used as the user turn, first found wins.
 PROMPT_FIELDS = ("ticket", "prompt", "question", "input")
-
-
-def sidecar_path(out: str | Path) -> Path:
-    """``OUT.jsonl`` -> ``OUT.jsonl.meta.json``."""
-    p = Path(out)
-    return p.with_name(p.name + SIDECAR_SUFFIX)
 
 
 def prompt_text(task_input: Any) -> tuple[str, str]:
@@ -189,52 +191,6 @@ def _select(result: EvalResult) -> _Selection:
     return sel
 
 
-class SidecarLine(BaseModel):
-    """One line of the JSONL: where it came from, and the sha256 of its bytes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    line: int = Field(ge=1)
-    task_id: str
-    attempt: int = Field(ge=0)
-    seed: int
-    score: float
-    prompt_from: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-
-
-class SourceResult(BaseModel):
-    """The result file an export came from, as it was when exported."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    path: str | None
-    sha256: str | None
-
-
-class ExportSidecar(BaseModel):
-    """``OUT.jsonl.meta.json``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    format_version: int = SIDECAR_FORMAT_VERSION
-    kind: str = SIDECAR_KIND
-    created_at: str
-    jsonl: str
-    jsonl_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    line_count: int = Field(ge=0)
-    source: SourceResult
-    bench: str
-    split: str
-    k: int
-    env_fingerprint: str | None
-    config_fingerprint: str
-    tasks_digest: str | None
-    system: str | None
-    prompt_fields: list[str]
-    #: Written since duplicates are dropped; a sidecar from before reads as False.
-    keep_duplicates: bool = False
-    selection: dict[str, int]
-    lines: list[SidecarLine]
-
-
 @dataclass(frozen=True)
 class ExportSummary:
     out: Path
@@ -255,11 +211,50 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
     """
     out = Path(out)
     meta = sidecar_path(out)
+    _check_destination(out, meta, source)
+    sel = _select(result)
+    rows, lines = _render(sel, inputs, source=source, system=system,
+                          keep_duplicates=keep_duplicates)
+    sel.counts["exported"] = len(rows)
+    source_sha = _source_digest(source)
+    data = _write_jsonl(out, lines)
+    written = split_lines(data)
+    if len(written) != len(rows):  # another writer came between our write and our read
+        raise ExportError(f"wrote {len(rows)} lines, read back {len(written)}", file=out)
+    tasks_digest = result.env.get("tasks")
+    sidecar = ExportSidecar(
+        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
+        source=SourceResult(path=str(source) if source is not None else None,
+                            sha256=source_sha),
+        bench=result.bench, split=result.split, k=result.k,
+        env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
+        tasks_digest=tasks_digest if isinstance(tasks_digest, str) else None,
+        system=system or None, prompt_fields=list(PROMPT_FIELDS),
+        keep_duplicates=keep_duplicates, selection=sel.counts,
+        lines=_sidecar_lines(rows, written),
+    )
+    try:
+        atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
+    except OSError as exc:
+        raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
+    return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
+                         jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def _check_destination(out: Path, meta: Path, source: str | Path | None) -> None:
+    """Refuse a JSONL path that is a folder or would overwrite the exported result."""
     if source is not None and Path(source).resolve() in {out.resolve(), meta.resolve()}:
         raise ExportError("would overwrite the result it exports from", file=out)
     if out.is_dir():
         raise ExportError("is a folder; expected a file path for the JSONL", file=out)
-    sel = _select(result)
+
+
+def _render(sel: _Selection, inputs: Mapping[str, Any], *, source: str | Path | None,
+            system: str | None, keep_duplicates: bool
+            ) -> tuple[list[tuple[_Selected, str]], list[str]]:
+    """The selected attempts as JSONL lines, each with its attempt and the input field
+    its prompt came from; counts duplicates dropped and lines with tool calls."""
     rows: list[tuple[_Selected, str]] = []
     lines: list[str] = []
     seen: set[str] = set()
@@ -270,12 +265,7 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
                               file=source)
         user, prompt_from = prompt_text(inputs[task_id])
         calls = s.attempt.output.tool_calls if s.attempt.output is not None else []
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system \
-            else []
-        messages += [{"role": "user", "content": user}, *tool_turns(calls),
-                     {"role": "assistant", "content": s.text}]
-        # json.dumps escapes newlines inside strings, so one record is one line.
-        line = json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False)
+        line = _message_line(system, user, calls, s.text)
         if line in seen and not keep_duplicates:
             sel.counts["skipped_duplicate"] += 1
             continue
@@ -283,47 +273,48 @@ def export_sft(result: EvalResult, out: str | Path, *, inputs: Mapping[str, Any]
         sel.counts["with_tool_calls"] += bool(calls)
         lines.append(line)
         rows.append((s, prompt_from))
-    sel.counts["exported"] = len(rows)
-    source_sha = None
-    if source is not None:
-        try:
-            source_sha = file_digest(source)
-        except OSError as exc:
-            raise ExportError(f"cannot read: {exc.strerror or exc}", file=source) from None
+    return rows, lines
+
+
+def _message_line(system: str | None, user: str, calls: Sequence[ToolCall], text: str) -> str:
+    """One chat record: the system prompt if any, the user turn, the tool turns and the
+    assistant's answer."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system \
+        else []
+    messages += [{"role": "user", "content": user}, *tool_turns(calls),
+                 {"role": "assistant", "content": text}]
+    # json.dumps escapes newlines inside strings, so one record is one line.
+    return json.dumps({"messages": messages}, ensure_ascii=False, allow_nan=False)
+
+
+def _source_digest(source: str | Path | None) -> str | None:
+    if source is None:
+        return None
+    try:
+        return file_digest(source)
+    except OSError as exc:
+        raise ExportError(f"cannot read: {exc.strerror or exc}", file=source) from None
+
+
+def _write_jsonl(out: Path, lines: list[str]) -> bytes:
+    """Write the lines and return the bytes on disk."""
     try:
         atomic_write_text(out, "".join(line + "\n" for line in lines))
         # Hash what is on disk, split the way verify splits it: export and verify then
         # agree by construction, whatever the platform did to the bytes.
-        data = out.read_bytes()
+        return out.read_bytes()
     except OSError as exc:
         raise ExportError(f"cannot write: {exc.strerror or exc}", file=out) from None
-    written = _split_lines(data)
-    if len(written) != len(rows):  # another writer came between our write and our read
-        raise ExportError(f"wrote {len(rows)} lines, read back {len(written)}", file=out)
-    sidecar = ExportSidecar(
-        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        jsonl=out.name, jsonl_sha256=sha256_hex(data), line_count=len(rows),
-        source=SourceResult(path=str(source) if source is not None else None,
-                            sha256=source_sha),
-        bench=result.bench, split=result.split, k=result.k,
-        env_fingerprint=result.env_fingerprint, config_fingerprint=result.config_fingerprint,
-        tasks_digest=result.env.get("tasks") if isinstance(result.env.get("tasks"), str)
-        else None,
-        system=system or None, prompt_fields=list(PROMPT_FIELDS),
-        keep_duplicates=keep_duplicates, selection=sel.counts,
-        lines=[SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
-                           seed=s.attempt.seed,
-                           score=s.attempt.score.value if s.attempt.score else 0.0,
-                           prompt_from=prompt_from, sha256=sha256_hex(raw))
-               for i, ((s, prompt_from), raw) in enumerate(zip(rows, written, strict=True),
-                                                           start=1)],
-    )
-    try:
-        atomic_write_text(meta, sidecar.model_dump_json(indent=2) + "\n")
-    except OSError as exc:
-        raise ExportError(f"cannot write: {exc.strerror or exc}", file=meta) from None
-    return ExportSummary(out=out, sidecar=meta, line_count=len(rows),
-                         jsonl_sha256=sidecar.jsonl_sha256, selection=sel.counts)
+
+
+def _sidecar_lines(rows: list[tuple[_Selected, str]], written: list[bytes]
+                   ) -> list[SidecarLine]:
+    return [SidecarLine(line=i, task_id=s.attempt.task_id, attempt=s.attempt.attempt,
+                        seed=s.attempt.seed,
+                        score=s.attempt.score.value if s.attempt.score else 0.0,
+                        prompt_from=prompt_from, sha256=sha256_hex(raw))
+            for i, ((s, prompt_from), raw) in enumerate(zip(rows, written, strict=True),
+                                                        start=1)]
 
 
 def tool_turns(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -348,127 +339,3 @@ def _tool_text(call: ToolCall) -> str:
     if isinstance(call.result, str):
         return call.result
     return json.dumps(call.result, ensure_ascii=False)
-
-
-def _split_lines(data: bytes) -> list[bytes]:
-    """Lines of a JSONL file as bytes, newline removed. Split on ``\\n`` only: JSON text
-    may hold U+2028, which ``str.splitlines`` would take for a line break."""
-    if not data:
-        return []
-    parts = data.split(b"\n")
-    if parts[-1] == b"":  # the newline that ends the last line starts no new one
-        parts.pop()
-    return parts
-
-
-# -- verifying -----------------------------------------------------------------------
-
-
-def load_sidecar(path: str | Path) -> ExportSidecar:
-    """Read a sidecar; missing, malformed or of another version is bad input."""
-    p = Path(path)
-    sidecar = load_versioned_json(
-        p, ExportSidecar, error=ExportError, version=SIDECAR_FORMAT_VERSION, what="sidecar",
-        missing="no sidecar: expected the .meta.json that forge export sft writes beside the "
-                "JSONL")
-    if sidecar.kind != SIDECAR_KIND:
-        raise ExportError(f"not a forge SFT export sidecar (kind is not {SIDECAR_KIND!r})",
-                          file=p, field="kind")
-    numbers = [line.line for line in sidecar.lines]
-    if sidecar.line_count != len(numbers) or numbers != list(range(1, len(numbers) + 1)):
-        raise ExportError("damaged sidecar: line_count and lines[].line do not agree",
-                          file=p, field="lines")
-    return sidecar
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """What ``verify`` found. ``problems`` is empty when the file is untouched."""
-
-    path: Path
-    sidecar: Path
-    expected_lines: int
-    actual_lines: int
-    expected_sha256: str
-    actual_sha256: str
-    problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def as_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "path": str(self.path), "sidecar": str(self.sidecar),
-                "expected_lines": self.expected_lines, "actual_lines": self.actual_lines,
-                "expected_sha256": self.expected_sha256, "actual_sha256": self.actual_sha256,
-                "problems": list(self.problems)}
-
-
-def verify_export(out: str | Path, *, sidecar: str | Path | None = None) -> VerifyReport:
-    """Compare ``out`` with its sidecar: whole-file sha256, line count, each line's sha256."""
-    out = Path(out)
-    meta = Path(sidecar) if sidecar is not None else sidecar_path(out)
-    if not out.exists() and out.name.endswith(SIDECAR_SUFFIX):
-        raise ExportError("give the JSONL, not its sidecar", file=out)
-    try:
-        data = out.read_bytes()
-    except FileNotFoundError:
-        raise ExportError("file not found", file=out) from None
-    except OSError as exc:
-        raise ExportError(f"cannot read: {exc.strerror or exc}", file=out) from None
-    side = load_sidecar(meta)
-    actual_sha = sha256_hex(data)
-    lines = _split_lines(data)
-    problems = _line_problems(side.lines, [sha256_hex(raw) for raw in lines])
-    if data and not data.endswith(b"\n"):
-        problems.append(f"line {len(lines)} does not end with a newline: the file was cut "
-                        "short or edited")
-    if actual_sha != side.jsonl_sha256 and not problems:
-        # Every line matches, yet the bytes differ: only what separates lines can.
-        problems.append("sha256 of the file differs though every line matches its hash "
-                        "(line endings or blank lines changed)")
-    return VerifyReport(path=out, sidecar=meta, expected_lines=side.line_count,
-                        actual_lines=len(lines), expected_sha256=side.jsonl_sha256,
-                        actual_sha256=actual_sha, problems=tuple(problems))
-
-
-def _line_problems(expected: Sequence[SidecarLine], actual: Sequence[str]) -> list[str]:
-    """Name each line that differs: edited, moved (where from), swapped, missing, extra."""
-    where: dict[str, list[int]] = {}
-    for rec in expected:
-        where.setdefault(rec.sha256, []).append(rec.line)
-    problems: list[str] = []
-    reported_swaps: set[int] = set()
-    for i in range(min(len(expected), len(actual))):
-        rec = expected[i]
-        if actual[i] == rec.sha256 or rec.line in reported_swaps:
-            continue
-        origins = where.get(actual[i], [])
-        if not origins:
-            problems.append(f"line {rec.line} edited (was task {rec.task_id} attempt "
-                            f"{rec.attempt})")
-            continue
-        # Identical lines share a hash (the same answer passing twice); among the lines
-        # that held this content, prefer one that now holds this line's: a swap.
-        swapped = [o for o in origins
-                   if o - 1 < len(actual) and actual[o - 1] == rec.sha256
-                   and o not in reported_swaps]
-        origin = swapped[0] if swapped else origins[0]
-        j = origin - 1
-        if swapped:
-            reported_swaps.update({rec.line, origin})
-            problems.append(f"lines {rec.line} and {origin} swapped (tasks {rec.task_id} and "
-                            f"{expected[j].task_id})")
-        else:
-            problems.append(f"line {rec.line} holds what line {origin} held (task "
-                            f"{expected[j].task_id} attempt {expected[j].attempt}): moved")
-    if len(actual) < len(expected):
-        first, last = len(actual) + 1, len(expected)
-        span = f"line {first}" if first == last else f"lines {first}–{last}"
-        problems.append(f"{span} missing: the file has {len(actual)} of {len(expected)} lines "
-                        "(truncated?)")
-    elif len(actual) > len(expected):
-        problems.append(f"{len(actual) - len(expected)} line(s) added after line "
-                        f"{len(expected)}: the file has {len(actual)} lines, the sidecar "
-                        f"records {len(expected)}")
-    return problems

@@ -28,7 +28,6 @@ Every refusal is a :class:`~forge.errors.PromoteError` naming the file it is abo
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -38,19 +37,23 @@ from typing import Any
 
 from forge._digest import file_digest, sha256_hex
 from forge._files import atomic_write_text, parse_yaml
+from forge._promote_checks import (
+    beyond_tolerance,
+    check_unchanged,
+    checked_test_delta,
+    delta_text,
+    replayed_chain,
+)
 from forge.bench import Bench, load_bench
 from forge.config_yaml import check_round_trip, first_difference, render_config, show_value
 from forge.errors import MoveError, OptionError, PromoteError
 from forge.journal import RunInfo, load_run, read_records
 from forge.journal.lock import exclusive
 from forge.journal.records import (
-    AnyRecord,
     AuxCheck,
-    CandidateRecord,
     EndRecord,
     PromotedMove,
     SplitDelta,
-    TestRecord,
 )
 from forge.moves import Move, apply_move
 from forge.provenance import (
@@ -62,7 +65,7 @@ from forge.provenance import (
     sidecar_text,
     write_sidecar,
 )
-from forge.registry import Config, Registry, load_config, load_registry
+from forge.registry import Config, load_config, load_registry
 from forge.review import resolve_run
 
 __all__ = ["PromoteResult", "RollbackResult", "promote", "rollback"]
@@ -129,8 +132,8 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     if not end.promotions:
         raise PromoteError(f"{what}: refused: nothing to promote; the run promoted no move, "
                            "so its final config is its start config", file=journal)
-    test = _test_block(what, end, journal)
-    beyond = _beyond_tolerance(records)
+    test = checked_test_delta(what, end, journal)
+    beyond = beyond_tolerance(records)
     if beyond and not accept_beyond_tolerance:
         shown = "; ".join(f"{c.name}: {c.reason}" for c in beyond)
         raise PromoteError(f"{what}: refused: from the start config to the final one on test, "
@@ -138,9 +141,9 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
                            file=journal, field=beyond[0].name)
 
     bench = load_bench(info.bench_path)
-    _check_unchanged(what, info, bench, folder / "run.json")
+    check_unchanged(what, info, bench, folder / "run.json")
     registry = bench.registry
-    inverses, start, final = _chain(what, info, records, end, registry, journal)
+    inverses, start, final = replayed_chain(what, info, records, end, registry, journal)
 
     target = _target(what, bench, to)
     _refuse_read_only(what, target)
@@ -230,80 +233,6 @@ def _promote_into(target: Path, run: _Evidence, now: datetime | None) -> Promote
     return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes)
 
 
-def _beyond_tolerance(records: list[AnyRecord]) -> list[AuxCheck]:
-    """The test record's start-to-final checks whose estimate is past the allowance."""
-    test = next((r for r in reversed(records) if isinstance(r, TestRecord)), None)
-    if test is None:
-        return []
-    return [c for c in test.aux if c.details.get("status") == "beyond" or (
-        "status" not in c.details and not c.passed)]
-
-
-def _test_block(what: str, end: EndRecord, journal: Path) -> SplitDelta:
-    """The run's start-vs-final comparison on the test split; refuses none, or a loss."""
-    test = end.test
-    delta = test.delta
-    if delta is None or math.isnan(delta):
-        raise PromoteError(f"{what}: refused: the run has no test comparison (the test split "
-                           "was not evaluated), so the gain was never checked out of sample",
-                           file=journal)
-    if delta < 0:
-        raise PromoteError(f"{what}: refused: the test comparison shows a loss: "
-                           f"{_test_text(test)}", file=journal)
-    return test
-
-
-def _check_unchanged(what: str, info: RunInfo, bench: Bench, run_json: Path) -> None:
-    """The evidence is about the bench and registry the run used; refuse if they changed."""
-    # The bench digest covers the registry too: check the registry first, to name it.
-    if bench.registry.digest != info.registry_digest:
-        raise PromoteError(f"{what}: refused: the registry of {bench.path} changed since the "
-                           f"run (digest {bench.registry.digest[:12]}, the run used "
-                           f"{info.registry_digest[:12]})", file=run_json,
-                           field="registry_digest")
-    if bench.digest != info.bench_digest:
-        raise PromoteError(f"{what}: refused: the bench {bench.path} (its file, tasks, harness "
-                           f"or scorer code) changed since the run (digest {bench.digest[:12]}, "
-                           f"the run used {info.bench_digest[:12]})", file=run_json,
-                           field="bench_digest")
-
-
-def _chain(what: str, info: RunInfo, records: list[AnyRecord], end: EndRecord,
-           registry: Registry, journal: Path) -> tuple[list[Move], Config, Config]:
-    """The promoted moves' inverses, and the start and final configs, cross-checked.
-
-    The end record's list, the promoted step records and their recorded inverses must
-    agree, and replaying the moves on the start config must give the final config:
-    a journal that does not add up is not promoted.
-    """
-    def broken(why: str) -> PromoteError:
-        return PromoteError(f"{what}: refused: the run's journal does not add up: {why}",
-                            file=journal)
-
-    if end.run_id != info.run_id:
-        raise broken(f"its end record is for run {end.run_id!r}")
-    steps = [r for r in records if isinstance(r, CandidateRecord) and r.verdict == "promoted"]
-    if ([r.move for r in steps] != [m.as_move() for m in end.promotions]
-            or [r.step for r in steps] != [m.step for m in end.promotions]):
-        raise broken("the promoted steps differ from the end record's promotions")
-    for r in steps:
-        if r.inverse != r.move.inverse():
-            raise broken(f"the recorded inverse of {r.move} is {r.inverse}")
-    start = registry.validate_config(info.start_config, file=Path(info.bench_path))
-    if start.fingerprint != info.start_fingerprint:
-        raise broken("the start config's fingerprint differs from run.json")
-    config = start
-    for r in steps:
-        try:
-            config = apply_move(registry, config, r.move)
-        except MoveError as exc:
-            raise broken(str(exc)) from None
-    if (first_difference(config.values, end.final_config) is not None
-            or config.fingerprint != end.final_fingerprint):
-        raise broken("replaying its moves on the start config does not give its final config")
-    return [r.inverse for r in steps], start, config
-
-
 def _target(what: str, bench: Bench, to: Path | None) -> Path:
     if to is None:
         if bench.spec.defaults is None:
@@ -342,7 +271,7 @@ def _promote_header(info: RunInfo, moves: list[PromotedMove], test: SplitDelta, 
              "Moves from the previous default, in order:"]
     lines += [f"  step {m.step}: {m.target}: {show_value(m.before)} -> {show_value(m.after)}"
               for m in moves]
-    lines += [f"Test split: {_test_text(test)}.",
+    lines += [f"Test split: {delta_text(test)}.",
               f"Provenance: {sidecar_path(target).name}. `forge rollback {target.name}` "
               "undoes this promotion,",
               "and refuses once this file has been edited by hand."]
@@ -526,12 +455,3 @@ def _read_bytes(path: Path) -> bytes | None:
         raise PromoteError("is a folder; expected a config file", file=path) from None
     except OSError as exc:
         raise PromoteError(f"cannot read: {exc.strerror or exc}", file=path) from None
-
-
-def _test_text(test: SplitDelta) -> str:
-    def num(x: float | None, sign: bool = False) -> str:
-        return "—" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
-
-    ci = ("" if test.ci_low is None or test.ci_high is None
-          else f" (95% CI {num(test.ci_low, True)} .. {num(test.ci_high, True)})")
-    return f"{num(test.start)} -> {num(test.final)}, delta {num(test.delta, True)}{ci}"

@@ -234,26 +234,48 @@ def _mask_pieces(text: str, needles: tuple[str, ...]) -> str:
     """Mask the longest prefix of a needle that ends at a cut mark and the longest
     suffix of one that starts after a dropped-bytes mark (at least
     :data:`MIN_FRAGMENT_CHARS` long)."""
+    spans = _cut_spans(text, needles) + _drop_spans(text, needles)
+    if not spans:
+        return text
+    return _mask_spans(text, spans)
+
+
+def _fragment_sizes(needle: str) -> range:
+    """The lengths of a needle's fragments worth masking, longest first."""
+    return range(len(needle) - 1, MIN_FRAGMENT_CHARS - 1, -1)
+
+
+def _cut_spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The spans of needle prefixes that end where a cut mark starts."""
     spans: list[tuple[int, int]] = []
     for mark in _CUT_MARKS:
         at = text.find(mark)
         while at >= 0:
-            size = max((k for n in needles for k in range(len(n) - 1, MIN_FRAGMENT_CHARS - 1, -1)
+            size = max((k for n in needles for k in _fragment_sizes(n)
                         if k <= at and text.startswith(n[:k], at - k)), default=0)
             if size:
                 spans.append((at - size, at))
             at = text.find(mark, at + len(mark))
+    return spans
+
+
+def _drop_spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The spans of needle suffixes that start right after a dropped-bytes mark."""
+    spans: list[tuple[int, int]] = []
     for mark in _DROP_MARKS:
         at = text.find(mark)
         while at >= 0:
             start = at + len(mark)
-            size = max((k for n in needles for k in range(len(n) - 1, MIN_FRAGMENT_CHARS - 1, -1)
+            size = max((k for n in needles for k in _fragment_sizes(n)
                         if text.startswith(n[-k:], start)), default=0)
             if size:
                 spans.append((start, start + size))
             at = text.find(mark, start)
-    if not spans:
-        return text
+    return spans
+
+
+def _mask_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by the mask, overlapping spans under one mask."""
     out: list[str] = []
     done = 0
     for start, end in sorted(spans):

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from forge.errors import OptionError
 from forge.executors import EXECUTORS
 
-__all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json"]
+__all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json",
+           "write_for_option"]
 
 #: Tables and messages; stderr for what must not mix with ``--json`` on stdout. No emoji
 #: codes: rich would print ``tasks.jsonl:100:`` as ``tasks.jsonl💯``.
@@ -22,6 +26,17 @@ err = Console(stderr=True, emoji=False)
 def print_json(value: Any) -> None:
     """The one document on stdout (scripts parse it whole: DESIGN.md, CLI)."""
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_for_option(option: str, path: Path, write: Callable[..., object], *args: Any
+                     ) -> None:
+    """Call ``write(*args)``, the write of ``path`` that ``option`` asked for; an OS
+    error becomes the option's one-line error (exit 2)."""
+    try:
+        write(*args)
+    except OSError as exc:
+        raise OptionError(f"cannot write {path}: {exc.strerror or exc}",
+                          option=option) from None
 
 
 # Shared by `eval` and `search`: where attempts run.

@@ -26,6 +26,7 @@ from forge.commands._common import (
     err,
     out,
     print_json,
+    write_for_option,
 )
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED, evaluate
@@ -68,10 +69,7 @@ def eval_command(
 ) -> None:
     """Evaluate one config on one split: K attempts per task, scored."""
     bench = load_bench(bench_path)
-    config = load_config(config_file, bench.registry) if config_file else bench.defaults
-    if assignments:
-        config = bench.registry.with_values(config, dict(parse_assignment(a)
-                                                         for a in assignments))
+    config = _config(bench, config_file, assignments)
     tasks = bench.tasks(split)  # a missing split is bad input before any progress bar appears
     check_attempts(k or bench.spec.rollouts.k, len(set(task_ids)) if task_ids else len(tasks),
                    split, option="-k")
@@ -83,17 +81,10 @@ def eval_command(
                                 concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
                                 executor=settings, show=err.is_terminal)
     if save is not None:
-        try:
-            save_result(result, save)
-        except OSError as exc:
-            raise OptionError(f"cannot write {save}: {exc.strerror or exc}",
-                              option="--save") from None
+        write_for_option("--save", save, save_result, result, save)
     failures = FailureTally.of(result.attempts, result.config_fingerprint)
     if as_json:
-        print_json(result.summary())  # the frozen contract: the reasons are not in it
-        warning = failure_warning(failures)
-        if warning is not None:  # stdout holds the summary alone; this goes to stderr
-            err.print(Text("forge: ").append_text(warning), highlight=False, soft_wrap=True)
+        _print_json_summary(result, failures)
         return
     out.print(summary_table(result))
     for line in failure_lines(failures):
@@ -102,6 +93,22 @@ def eval_command(
         out.print(task_table(result))
     if save is not None:
         out.print(f"saved {save}")
+
+
+def _config(bench: Bench, config_file: Path | None, assignments: list[str] | None) -> Config:
+    """The config to evaluate: the file's or the bench's defaults, with the --set ones."""
+    config = load_config(config_file, bench.registry) if config_file else bench.defaults
+    if assignments:
+        config = bench.registry.with_values(config, dict(parse_assignment(a)
+                                                         for a in assignments))
+    return config
+
+
+def _print_json_summary(result: EvalResult, failures: FailureTally) -> None:
+    print_json(result.summary())  # the frozen contract: the reasons are not in it
+    warning = failure_warning(failures)
+    if warning is not None:  # stdout holds the summary alone; this goes to stderr
+        err.print(Text("forge: ").append_text(warning), highlight=False, soft_wrap=True)
 
 
 def _run_with_progress(bench: Bench, config: Config, *, show: bool, **options: Any

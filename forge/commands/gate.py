@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.cigate import GateOptions, run_gates
+from forge.commands._common import write_for_option
 from forge.errors import OptionError
 from forge.report.cigate import append_step_summary, markdown_summary, write_junit
 from forge.results import load_result
@@ -55,14 +56,9 @@ def gate_command(
     Exit 0 pass, 1 a gate failed, 2 bad input or incomparable results (including a
     baseline with no task scored in both).
     """
-    if max_drop is not None and baseline is None:
-        # Silently ignoring it would let a CI job believe it guards against regressions.
-        raise OptionError("needs --baseline B.json to compare against", option="--max-drop")
-    if alpha is not None and baseline is None:
-        raise OptionError("needs --baseline B.json to compare against", option="--alpha")
-    options = GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
-                          max_drop=0.0 if max_drop is None else max_drop,
-                          max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha)
+    options = _gate_options(baseline=baseline, min_pass_rate=min_pass_rate,
+                            task_floor=task_floor, max_drop=max_drop,
+                            max_unscored=max_unscored, alpha=alpha)
     if junit is not None and junit.is_dir():  # found before any output, not after
         raise OptionError(f"{junit} is a folder; expected a file path", option="--junit")
     result = load_result(current)
@@ -70,16 +66,32 @@ def gate_command(
     report = run_gates(result, options=options, baseline=base, current_name=str(current),
                        baseline_name=str(baseline) if baseline is not None else "baseline")
     if junit is not None:
-        try:
-            write_junit(report, junit)
-        except OSError as exc:
-            raise OptionError(f"cannot write {junit}: {exc.strerror or exc}",
-                              option="--junit") from None
+        write_for_option("--junit", junit, write_junit, report, junit)
     markdown = markdown_summary(report)
     if as_json:
         _print_json(report.as_json())
     else:
         sys.stdout.write(markdown)
+    _append_summary(markdown)
+    if not report.passed:
+        raise typer.Exit(report.exit_code)
+
+
+def _gate_options(*, baseline: Path | None, min_pass_rate: float, task_floor: float | None,
+                  max_drop: float | None, max_unscored: int | None,
+                  alpha: float | None) -> GateOptions:
+    """The gates' options; a regression option without a baseline is refused."""
+    if max_drop is not None and baseline is None:
+        # Silently ignoring it would let a CI job believe it guards against regressions.
+        raise OptionError("needs --baseline B.json to compare against", option="--max-drop")
+    if alpha is not None and baseline is None:
+        raise OptionError("needs --baseline B.json to compare against", option="--alpha")
+    return GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
+                       max_drop=0.0 if max_drop is None else max_drop,
+                       max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha)
+
+
+def _append_summary(markdown: str) -> None:
     try:
         append_step_summary(markdown)
     except OSError as exc:
@@ -87,8 +99,6 @@ def gate_command(
         # passing gate into a failure, so this is a warning and the exit code stands.
         typer.echo(f"forge: warning: cannot append to $GITHUB_STEP_SUMMARY: "
                    f"{exc.strerror or exc}", err=True)
-    if not report.passed:
-        raise typer.Exit(report.exit_code)
 
 
 def _print_json(value: Any) -> None:

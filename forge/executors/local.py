@@ -175,91 +175,121 @@ class _Slot:
 
 
 async def _run_threads(batch: Batch, fn: Callable[..., Any]) -> None:
-    loop = asyncio.get_running_loop()
-    lock = threading.Lock()
-    wake = asyncio.Event()
-    slots: dict[int, _Slot] = {}  # lane id -> call in flight
-    state = {"next": 0, "live": 0, "lane_ids": 0}
-    size, timeout_s = batch.size, batch.timeout_s
+    await _Lanes(batch, fn, asyncio.get_running_loop()).run()
 
-    # Lanes hand results over here and the monitor drains them on each tick (at
-    # most 50 ms later): waking the loop once per attempt costs a 1 ms harness
-    # several percent of its throughput.
-    pending: list[tuple[int, AttemptResult]] = []
 
-    def drain() -> None:
-        with lock:
-            handed = pending[:]
-            pending.clear()
+class _Lanes:
+    """Thread lanes that each take the batch's next attempt until none is left, and the
+    monitor on the event loop that records their results and times out stuck calls
+    (a stuck lane is left behind and a new one started)."""
+
+    def __init__(self, batch: Batch, fn: Callable[..., Any],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.batch, self.fn, self.loop = batch, fn, loop
+        self.size, self.timeout_s = batch.size, batch.timeout_s
+        self.lock = threading.Lock()
+        self.wake = asyncio.Event()
+        self.slots: dict[int, _Slot] = {}  # lane id -> call in flight
+        self.next = 0
+        self.live = 0  # changed on the event loop only
+        self.lane_ids = 0
+        # Lanes hand results over here and the monitor drains them on each tick (at
+        # most 50 ms later): waking the loop once per attempt costs a 1 ms harness
+        # several percent of its throughput.
+        self.pending: list[tuple[int, AttemptResult]] = []
+
+    async def run(self) -> None:
+        batch = self.batch
+        batch.on_cancel(self._wake_monitor)
+        tick = min(0.05, self.timeout_s / 10)
+        try:
+            for _ in range(min(batch.concurrency, self.size)):
+                self._start_lane()
+            while self.live > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), tick)
+                self.wake.clear()
+                self._drain()
+                for slot, stop, why in self._expired(time.monotonic()):
+                    batch.record(slot.index, batch.finish(slot.prepared, stop, why))
+                    if stop == "timeout":
+                        self._start_lane()
+            self._drain()
+        finally:
+            batch.on_cancel(None)
+            if self.live > 0:  # our caller was cancelled: tell the lanes to stop
+                batch.cancel()
+
+    def _drain(self) -> None:
+        with self.lock:
+            handed = self.pending[:]
+            self.pending.clear()
         for i, result in handed:
-            batch.record(i, result)
+            self.batch.record(i, result)
 
-    def lane_ended() -> None:
-        state["live"] -= 1
-        wake.set()
+    def _expired(self, now: float) -> list[tuple[_Slot, StopReason, str]]:
+        """Settle the calls cancelled or past the timeout; their lanes no longer count."""
+        expired: list[tuple[_Slot, StopReason, str]] = []
+        with self.lock:
+            for lane_id, slot in list(self.slots.items()):
+                if self.batch.cancelled:
+                    expired.append((slot, "cancelled", "the evaluation was cancelled"))
+                elif now - slot.prepared.start >= self.timeout_s:
+                    expired.append((slot, "timeout",
+                                    f"no result within {self.timeout_s:g} s"))
+                else:
+                    continue
+                slot.settled = True
+                del self.slots[lane_id]
+                self.live -= 1  # the stuck lane no longer counts
+        return expired
 
-    def lane(lane_id: int) -> None:
-        while True:
-            with lock:
-                if batch.cancelled or state["next"] >= size:
-                    break
-                i = state["next"]
-                state["next"] += 1
-                p = batch.prepare(i)
-                slot = slots[lane_id] = _Slot(i, p)
+    def _start_lane(self) -> None:
+        self.live += 1
+        self.lane_ids += 1
+        threading.Thread(target=self._lane, args=(self.lane_ids,), daemon=True,
+                         name=f"forge-lane-{self.lane_ids}").start()
+
+    def _wake_monitor(self) -> None:
+        self.loop.call_soon_threadsafe(self.wake.set)
+
+    def _lane_ended(self) -> None:
+        self.live -= 1
+        self.wake.set()
+
+    # -- on a lane's thread --------------------------------------------------------------
+
+    def _lane(self, lane_id: int) -> None:
+        while (slot := self._claim(lane_id)) is not None:
+            p = slot.prepared
             raw, exc = None, None
             try:
-                raw = fn(p.config, p.task, p.ctx)
+                raw = self.fn(p.config, p.task, p.ctx)
             except BaseException as err:  # even SystemExit from a harness is data
                 exc = err
-            with lock:
-                if slot.settled:  # the monitor recorded it (timeout or cancel)
-                    return  # a replacement lane has taken over; this one bows out
-                slot.settled = True
-                del slots[lane_id]
-            result = batch.judge_here(p, raw, exc, loop)
-            with lock:
-                pending.append((i, result))
-        loop.call_soon_threadsafe(lane_ended)
+            if not self._settle(lane_id, slot):  # the monitor recorded it (timeout, cancel)
+                return  # a replacement lane has taken over; this one bows out
+            result = self.batch.judge_here(p, raw, exc, self.loop)
+            with self.lock:
+                self.pending.append((slot.index, result))
+        self.loop.call_soon_threadsafe(self._lane_ended)
 
-    def start_lane() -> None:
-        state["live"] += 1
-        state["lane_ids"] += 1
-        threading.Thread(target=lane, args=(state["lane_ids"],), daemon=True,
-                         name=f"forge-lane-{state['lane_ids']}").start()
+    def _claim(self, lane_id: int) -> _Slot | None:
+        """The batch's next attempt, prepared and in flight on this lane; None when the
+        batch is cancelled or done."""
+        with self.lock:
+            if self.batch.cancelled or self.next >= self.size:
+                return None
+            i = self.next
+            self.next += 1
+            slot = self.slots[lane_id] = _Slot(i, self.batch.prepare(i))
+            return slot
 
-    def wake_monitor() -> None:
-        loop.call_soon_threadsafe(wake.set)
-
-    batch.on_cancel(wake_monitor)
-    tick = min(0.05, timeout_s / 10)
-    try:
-        for _ in range(min(batch.concurrency, size)):
-            start_lane()
-        while state["live"] > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), tick)
-            wake.clear()
-            drain()
-            now = time.monotonic()
-            expired: list[tuple[_Slot, StopReason, str]] = []
-            with lock:
-                for lane_id, slot in list(slots.items()):
-                    if batch.cancelled:
-                        expired.append((slot, "cancelled", "the evaluation was cancelled"))
-                    elif now - slot.prepared.start >= timeout_s:
-                        expired.append((slot, "timeout", f"no result within {timeout_s:g} s"))
-                    else:
-                        continue
-                    slot.settled = True
-                    del slots[lane_id]
-                    state["live"] -= 1  # the stuck lane no longer counts
-            for slot, stop, why in expired:
-                batch.record(slot.index, batch.finish(slot.prepared, stop, why))
-                if stop == "timeout":
-                    start_lane()
-        drain()
-    finally:
-        batch.on_cancel(None)
-        if state["live"] > 0:  # our caller was cancelled: tell the lanes to stop
-            batch.cancel()
+    def _settle(self, lane_id: int, slot: _Slot) -> bool:
+        """Take the call's result for this lane, unless the monitor already settled it."""
+        with self.lock:
+            if slot.settled:
+                return False
+            slot.settled = True
+            del self.slots[lane_id]
+            return True

@@ -67,46 +67,59 @@ class RunOutput(BaseModel):
         :data:`~forge.bounds.MAX_OUTPUT_BYTES` of it as JSON (16 MiB, the command
         harness's bound on its stdout).
         """
+        output = cls._validated(value)
+        _check_numbers(output)
+        _check_size(output)
+        return output
+
+    @classmethod
+    def _validated(cls, value: Any) -> RunOutput:
         if isinstance(value, RunOutput):
-            output = value
-        elif isinstance(value, dict):
-            try:
-                output = cls.model_validate(value)
-            except ValidationError as exc:
-                problem = validation_problem(exc)
-                raise ValueError(f"invalid output: {problem.field}: {problem.message}"
-                                 ) from None
-        else:
+            return value
+        if not isinstance(value, dict):
             raise ValueError("invalid output: expected RunOutput or dict, got "
                              f"{type(value).__name__}")
-        for name, metric in output.metrics.items():
-            if not math.isfinite(metric):
-                raise ValueError(f"invalid output: metric {name!r} is {metric}")
-            if abs(metric) > MAX_METRIC:
-                raise ValueError(f"invalid output: metric {name!r} is {metric:g}, beyond "
-                                 f"±{MAX_METRIC:g}")
-        if output.cost is not None and not math.isfinite(output.cost):
-            raise ValueError(f"invalid output: cost is {output.cost}")
-        if output.cost is not None and not 0 <= output.cost <= MAX_METRIC:
-            # Money spent is never negative: a negative cost would refund a cost budget
-            # and pass any cost tolerance.
-            raise ValueError(f"invalid output: cost is {output.cost:g}, expected 0 to "
-                             f"{MAX_METRIC:g}")
-        # Measured before it is serialised: a 200 MB output must not be copied to learn
-        # that it is too big, nor one that contains itself be walked forever.
-        if _size_at_least(output, MAX_OUTPUT_BYTES + 1):
-            raise ValueError(f"output too large: more than {_MIB} MiB as JSON (at most {_MIB} "
-                             "MiB per attempt); nothing of it is kept")
         try:
-            size = len(output.model_dump_json())
-        except PydanticSerializationError as exc:
-            raise ValueError(f"output cannot be serialised: {exc}") from None
-        except (ValueError, RecursionError) as exc:  # nested too deeply for the serialiser
-            raise ValueError(f"output cannot be serialised: {type(exc).__name__}") from None
-        if size > MAX_OUTPUT_BYTES:
-            raise ValueError(f"output too large: {size:,} bytes as JSON (at most {_MIB} MiB "
-                             "per attempt); nothing of it is kept")
-        return output
+            return cls.model_validate(value)
+        except ValidationError as exc:
+            problem = validation_problem(exc)
+            raise ValueError(f"invalid output: {problem.field}: {problem.message}"
+                             ) from None
+
+
+def _check_numbers(output: RunOutput) -> None:
+    """Refuse a non-finite metric or cost, one beyond MAX_METRIC, or a negative cost."""
+    for name, metric in output.metrics.items():
+        if not math.isfinite(metric):
+            raise ValueError(f"invalid output: metric {name!r} is {metric}")
+        if abs(metric) > MAX_METRIC:
+            raise ValueError(f"invalid output: metric {name!r} is {metric:g}, beyond "
+                             f"±{MAX_METRIC:g}")
+    if output.cost is not None and not math.isfinite(output.cost):
+        raise ValueError(f"invalid output: cost is {output.cost}")
+    if output.cost is not None and not 0 <= output.cost <= MAX_METRIC:
+        # Money spent is never negative: a negative cost would refund a cost budget
+        # and pass any cost tolerance.
+        raise ValueError(f"invalid output: cost is {output.cost:g}, expected 0 to "
+                         f"{MAX_METRIC:g}")
+
+
+def _check_size(output: RunOutput) -> None:
+    """Refuse an output that cannot be serialised or is over MAX_OUTPUT_BYTES as JSON."""
+    # Measured before it is serialised: a 200 MB output must not be copied to learn
+    # that it is too big, nor one that contains itself be walked forever.
+    if _size_at_least(output, MAX_OUTPUT_BYTES + 1):
+        raise ValueError(f"output too large: more than {_MIB} MiB as JSON (at most {_MIB} "
+                         "MiB per attempt); nothing of it is kept")
+    try:
+        size = len(output.model_dump_json())
+    except PydanticSerializationError as exc:
+        raise ValueError(f"output cannot be serialised: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # nested too deeply for the serialiser
+        raise ValueError(f"output cannot be serialised: {type(exc).__name__}") from None
+    if size > MAX_OUTPUT_BYTES:
+        raise ValueError(f"output too large: {size:,} bytes as JSON (at most {_MIB} MiB "
+                         "per attempt); nothing of it is kept")
 
 
 _MIB = MAX_OUTPUT_BYTES // 2**20

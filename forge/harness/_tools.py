@@ -195,6 +195,19 @@ def load_tools(target: str, ctx: BuildContext) -> tuple[list[Tool], str]:
             value = getattr(value, part)
     except AttributeError:
         raise ctx.error(f"module {module!r} has no attribute {attr!r}") from None
+    tools = _tools_of(value, target, ctx)
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise ctx.error(f"two tools are named {tool.name!r}")
+        seen.add(tool.name)
+    # Named for what the bench wrote, not for the accessor used to import it.
+    source = identity.removeprefix(f"python:{module}:__getattribute__:")
+    return tools, f"{module}:{attr}:{source}"
+
+
+def _tools_of(value: Any, target: str, ctx: BuildContext) -> list[Tool]:
+    """The tools of a list or tuple of functions, or of a dict of them by name."""
     if isinstance(value, Mapping):
         pairs = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, list | tuple):
@@ -209,11 +222,4 @@ def load_tools(target: str, ctx: BuildContext) -> tuple[list[Tool], str]:
             tools.append(tool_from_function(fn, name or None))
         except ValueError as exc:
             raise ctx.error(str(exc)) from None
-    seen: set[str] = set()
-    for tool in tools:
-        if tool.name in seen:
-            raise ctx.error(f"two tools are named {tool.name!r}")
-        seen.add(tool.name)
-    # Named for what the bench wrote, not for the accessor used to import it.
-    source = identity.removeprefix(f"python:{module}:__getattribute__:")
-    return tools, f"{module}:{attr}:{source}"
+    return tools

@@ -254,28 +254,9 @@ class CommandHarness(Harness):
                 await worker.drain_stdout()  # its exit can be seen before its last output
             line = worker.next_line()
             if line is None:
-                if worker.overflow:
-                    raise CommandError(_message(f"reply exceeds {MAX_STDOUT_BYTES} bytes",
-                                                worker))
-                if earlier and worker.unread_at_exit:
-                    raise _NotThisAttempt(
-                        worker.pgid, f"{_exit_reason(worker.returncode)} after its reply to "
-                                     f"request {earlier[-1]}, before it read request "
-                                     f"{exchange}")
-                raise CommandError(_message(
-                    f"worker {_exit_reason(worker.returncode)} before answering", worker))
+                raise _no_reply(worker, earlier, exchange)
             reply = _object(line, worker)
-            echoed = reply.pop("id", None)
-            if echoed != exchange:
-                if isinstance(echoed, str) and echoed in earlier:
-                    raise _NotThisAttempt(
-                        worker.pgid, f"replied out of step: a reply to request {echoed} "
-                                     f"came while request {exchange} was waiting")
-                raise CommandError(_message(
-                    "worker replied out of step: "
-                    + (f"the reply has no \"id\" (request {exchange})" if echoed is None else
-                       f"the reply's id is {_excerpt(json.dumps(echoed))}, the request's "
-                       f"{exchange}"), worker))
+            _check_echo(reply.pop("id", None), worker, earlier, exchange)
             output = _output(reply, worker)
             if worker.lines:
                 log.warning("command worker %s replied more than once to request %s; "
@@ -416,3 +397,32 @@ def _exit_reason(returncode: int | None) -> str:
             name = f"signal {-returncode}"
         return f"was killed by {name}"
     return f"exited with code {returncode}"
+
+
+def _no_reply(worker: Child, earlier: list[str], exchange: str) -> Exception:
+    """Why ``worker`` gave no reply line to request ``exchange``: too long a reply, an
+    exit before it read the request (an earlier exchange's fault), or an exit."""
+    if worker.overflow:
+        return CommandError(_message(f"reply exceeds {MAX_STDOUT_BYTES} bytes", worker))
+    if earlier and worker.unread_at_exit:
+        return _NotThisAttempt(
+            worker.pgid, f"{_exit_reason(worker.returncode)} after its reply to "
+                         f"request {earlier[-1]}, before it read request {exchange}")
+    return CommandError(_message(
+        f"worker {_exit_reason(worker.returncode)} before answering", worker))
+
+
+def _check_echo(echoed: Any, worker: Child, earlier: list[str], exchange: str) -> None:
+    """Refuse a reply whose id is not request ``exchange``'s; one that answers an
+    earlier request is that exchange's fault, not this attempt's."""
+    if echoed == exchange:
+        return
+    if isinstance(echoed, str) and echoed in earlier:
+        raise _NotThisAttempt(
+            worker.pgid, f"replied out of step: a reply to request {echoed} "
+                         f"came while request {exchange} was waiting")
+    raise CommandError(_message(
+        "worker replied out of step: "
+        + (f"the reply has no \"id\" (request {exchange})" if echoed is None else
+           f"the reply's id is {_excerpt(json.dumps(echoed))}, the request's "
+           f"{exchange}"), worker))

@@ -167,15 +167,7 @@ class OpenAIHarness(Harness):
         return self._identity
 
     async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> RunOutput:
-        try:
-            s = _RunSettings.model_validate(config)
-        except ValidationError as exc:
-            problem = validation_problem(exc)
-            raise ValueError(f"setting {problem.field}: {problem.message}") from None
-        variant = s.system_prompt or next(iter(self.settings.system_prompts))
-        if variant not in self.settings.system_prompts:
-            raise ValueError(f"system_prompt {variant!r} is not one of the bench's "
-                             f"system_prompts: {', '.join(self.settings.system_prompts)}")
+        s, variant = self._run_settings(config)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.settings.system_prompts[variant]},
             {"role": "user", "content": render_input(task.input)}]
@@ -202,12 +194,7 @@ class OpenAIHarness(Harness):
         output = content.strip() if content else None
         output = output or None
         errors = sum(not c.ok for c in calls)
-        if errors:
-            signals.append("tool_error")
-        if output is None and "iteration_cap_hit" not in signals:
-            signals.append("empty_answer")
-        if tally.cut:
-            signals.append("max_tokens_hit")
+        signals += _closing_signals(signals, output=output, errors=errors, cut=tally.cut)
         usage = Usage(input_tokens=tally.input_tokens, output_tokens=tally.output_tokens)
         return RunOutput(
             output=output, tool_calls=calls, usage=usage,
@@ -216,6 +203,19 @@ class OpenAIHarness(Harness):
                      "request_bytes": float(tally.sent),
                      "response_bytes": float(tally.received), "tool_errors": float(errors)},
             signals=signals, trace={"system_prompt": variant, "messages": messages[1:]})
+
+    def _run_settings(self, config: dict[str, Any]) -> tuple[_RunSettings, str]:
+        """The attempt's settings and the name of its system prompt variant."""
+        try:
+            s = _RunSettings.model_validate(config)
+        except ValidationError as exc:
+            problem = validation_problem(exc)
+            raise ValueError(f"setting {problem.field}: {problem.message}") from None
+        variant = s.system_prompt or next(iter(self.settings.system_prompts))
+        if variant not in self.settings.system_prompts:
+            raise ValueError(f"system_prompt {variant!r} is not one of the bench's "
+                             f"system_prompts: {', '.join(self.settings.system_prompts)}")
+        return s, variant
 
     async def _chat(self, messages: list[dict[str, Any]], s: _RunSettings, turn: int,
                     ctx: AttemptContext) -> ChatReply:
@@ -250,3 +250,16 @@ class OpenAIHarness(Harness):
                                      backoff_s=settings.backoff_s)
         return cls(endpoint, settings, tools, tools_identity)
 
+
+def _closing_signals(signals: list[str], *, output: str | None, errors: int,
+                     cut: bool) -> list[str]:
+    """The signals an attempt's end adds to those its turns raised: a tool failed, no
+    answer (unless the turns ran out, already signalled), the reply cut at max_tokens."""
+    added = []
+    if errors:
+        added.append("tool_error")
+    if output is None and "iteration_cap_hit" not in signals:
+        added.append("empty_answer")
+    if cut:
+        added.append("max_tokens_hit")
+    return added

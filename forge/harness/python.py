@@ -9,6 +9,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -38,16 +39,10 @@ def import_target(target: str, base_dir: Path, *, where: BuildContext | None = N
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise error(f"expected 'module:function', got {target!r}")
-    base = str(base_dir.resolve())
-    # First on the path even if an earlier bench left it further down: loading bench A,
-    # then B, then A again must find A's module, not B's.
-    while base in sys.path:
-        sys.path.remove(base)
-    sys.path.insert(0, base)
+    _put_first_on_path(base_dir)
     loaded = sys.modules.get(module_name)
     if loaded is not None and _stale(getattr(loaded, "__file__", None), base_dir):
-        for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
-            del sys.modules[name]
+        _forget_module(module_name)
     _forget_changed_helpers(base_dir)
     importlib.invalidate_caches()  # see files written since the last import
     try:
@@ -61,6 +56,27 @@ def import_target(target: str, base_dir: Path, *, where: BuildContext | None = N
         obj = getattr(obj, part)
     if not callable(obj):
         raise error(f"{target!r} is not callable")
+    return obj, _identity(target, module, base_dir)
+
+
+def _put_first_on_path(base_dir: Path) -> None:
+    base = str(base_dir.resolve())
+    # First on the path even if an earlier bench left it further down: loading bench A,
+    # then B, then A again must find A's module, not B's.
+    while base in sys.path:
+        sys.path.remove(base)
+    sys.path.insert(0, base)
+
+
+def _forget_module(module_name: str) -> None:
+    """Drop a module and its submodules from ``sys.modules``, so the next import reads
+    them again."""
+    for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+        del sys.modules[name]
+
+
+def _identity(target: str, module: ModuleType, base_dir: Path) -> str:
+    """An identity of the imported target that changes when its source does."""
     source = getattr(module, "__file__", None)
     digest = file_digest(source) if source else "builtin"
     if source:
@@ -68,8 +84,7 @@ def import_target(target: str, base_dir: Path, *, where: BuildContext | None = N
     # The module's own source, and every Python file of the bench folder when the
     # module lives there: a harness's helpers decide its outcomes as much as it does.
     folder = _folder_digest(base_dir) if source and _is_under(source, base_dir) else ""
-    identity = f"python:{target}:{digest}" + (f":{folder}" if folder else "")
-    return obj, identity
+    return f"python:{target}:{digest}" + (f":{folder}" if folder else "")
 
 
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "venv"}

@@ -145,20 +145,9 @@ def _history_lines(view: SearchView) -> list[str]:
 
 def build_messages(view: SearchView) -> list[dict[str, str]]:
     """The system and user messages for one step; the user message is bounded (see module)."""
-    attempts = view.dev_attempts
-    scored = [a for a in attempts if a.scored]
-    passed = sum(1 for a in scored if a.passed)
-    failing = [a for a in attempts if not a.passed]
-    head = [f"Step {view.step}. The incumbent config on the dev split: {passed} of "
-            f"{len(scored)} scored attempts passed (pass rate {_rate(passed, len(scored))}); "
-            f"{len(attempts) - len(scored)} attempts unscored (error, timeout or scorer "
-            f"failure); {len({a.task_id for a in attempts})} tasks."]
-    stops = Counter(a.stop_reason for a in failing)
-    signals = count_signals(failing).most_common(10)
-    summary = [f"{len(failing)} failing attempts over {len({a.task_id for a in failing})} "
-               "tasks; stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items()))
-               + "; signals: " + (", ".join(f"{clip(k, 40)} {v}" for k, v in signals)
-                                  or "none")]
+    failing = [a for a in view.dev_attempts if not a.passed]
+    head = _head_lines(view)
+    summary = _failing_summary(failing)
     reg = view.registry
     hints = [f"- {clip(signal, 40)}: " + ", ".join(f"{t} {d}" for t, d in moves.items())
              for signal, moves in list(reg.hints.items())[:MAX_HINTS]]
@@ -183,3 +172,24 @@ def build_messages(view: SearchView) -> list[dict[str, str]]:
     while _enc(text) > MAX_PROMPT_BYTES:  # the backstop: the sections fit on their own
         text = text[: int(len(text) * MAX_PROMPT_BYTES / _enc(text)) - 1]
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+
+
+def _head_lines(view: SearchView) -> list[str]:
+    """The step, and how the incumbent did on the dev split."""
+    attempts = view.dev_attempts
+    scored = [a for a in attempts if a.scored]
+    passed = sum(1 for a in scored if a.passed)
+    return [f"Step {view.step}. The incumbent config on the dev split: {passed} of "
+            f"{len(scored)} scored attempts passed (pass rate {_rate(passed, len(scored))}); "
+            f"{len(attempts) - len(scored)} attempts unscored (error, timeout or scorer "
+            f"failure); {len({a.task_id for a in attempts})} tasks."]
+
+
+def _failing_summary(failing: list[AttemptResult]) -> list[str]:
+    """The failing attempts counted: tasks, stop reasons, the commonest signals."""
+    stops = Counter(a.stop_reason for a in failing)
+    signals = count_signals(failing).most_common(10)
+    return [f"{len(failing)} failing attempts over {len({a.task_id for a in failing})} "
+            "tasks; stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items()))
+            + "; signals: " + (", ".join(f"{clip(k, 40)} {v}" for k, v in signals)
+                               or "none")]

@@ -102,6 +102,23 @@ def _decode(content: str) -> Any:
 
 def _named_move(data: Any, registry: Registry) -> tuple[str, Any, str]:
     """``(setting, value, reason)`` from a decoded reply, or why it is not one move."""
+    data = _one_object(data)
+    given = data.get("reason")
+    reason = given if isinstance(given, str) else ""
+    named = [k for k in data if k in registry.settings and k not in ("setting", "value",
+                                                                       "reason")]
+    setting = data.get("setting")
+    plain = _plainly_named(setting, named)
+    if plain is not None:  # {"knob": 3}: one setting, plainly named
+        return plain, data[plain], reason
+    if not isinstance(setting, str) or "value" not in data:
+        raise _Invalid("bad_shape", 'expected a JSON object {"setting", "value", "reason"}, '
+                                    f"got keys {clip(', '.join(map(str, data)), 120)}")
+    return setting, data["value"], reason
+
+
+def _one_object(data: Any) -> dict[str, Any]:
+    """The reply's one JSON object (alone or alone in a list), or why it is not one."""
     if isinstance(data, list):
         if len(data) != 1:
             raise _Invalid("not_single_move", f"{len(data)} moves in one reply; forge tries "
@@ -110,24 +127,22 @@ def _named_move(data: Any, registry: Registry) -> tuple[str, Any, str]:
     if not isinstance(data, dict):
         raise _Invalid("bad_shape", 'expected a JSON object {"setting", "value", "reason"}, '
                                     f"got {type(data).__name__}")
-    given = data.get("reason")
-    reason = given if isinstance(given, str) else ""
-    named = [k for k in data if k in registry.settings and k not in ("setting", "value",
-                                                                       "reason")]
-    setting = data.get("setting")
+    return data
+
+
+def _plainly_named(setting: Any, named: list[str]) -> str | None:
+    """The one setting named as a key when ``setting`` is absent; refuses a reply that
+    changes more than one setting."""
     if isinstance(setting, list | dict):
         raise _not_single([str(s) for s in setting])
     if setting is None:
-        if len(named) == 1:  # {"knob": 3}: one setting, plainly named
-            return named[0], data[named[0]], reason
+        if len(named) == 1:
+            return named[0]
         if named:
             raise _not_single(named)
     elif named:
         raise _not_single([str(setting), *named])
-    if not isinstance(setting, str) or "value" not in data:
-        raise _Invalid("bad_shape", 'expected a JSON object {"setting", "value", "reason"}, '
-                                    f"got keys {clip(', '.join(map(str, data)), 120)}")
-    return setting, data["value"], reason
+    return None
 
 
 def _not_single(changed: list[str]) -> _Invalid:

@@ -36,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge._optuna import encode_values, optuna_param, quiet_optuna
-from forge.config_keys import one_change, spelled_move
+from forge.config_keys import SpelledMove, one_change, spelled_move
 from forge.moves import Move, candidate_moves
 from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers._common import describe_move
@@ -188,34 +188,18 @@ class OptunaProposer(Proposer):
         by_target: dict[str, list[tuple[Move, bool]]] = {}
         for m in view.untried:
             by_target.setdefault(m.target, []).append((m, False))
-        # A suggestion the search has left out of ``untried`` (tried against this
-        # incumbent, or a jump with jumps off), or whose config was scored already, would
-        # be journaled "already tried" and take its setting's place in the step.
         offered = set(candidates)
         untried = set(view.untried)
-        # The scored configs one move from the incumbent, by that move: whether a
-        # suggestion's config was scored, without fingerprinting it (config_keys).
-        seen = {key for c in view.history
-                if (key := one_change(view.incumbent.values, c.values)) is not None}
+        seen = _scored_moves(view)
         with quiet_optuna():  # once: setting Optuna's verbosity costs as much as a draw
             suggestions = {target: self._suggest(target) for target in by_target}
         for target, moves in by_target.items():
             view.rng.shuffle(moves)
-            value = suggestions[target]
-            current = view.incumbent.values[target]
-            if value is None or same_value(value, current):
-                continue
-            move = Move(target=target, before=current, after=value)
-            if (move in offered and move not in untried) or spelled_move(
-                    target, view.registry.settings[target].check(value)) in seen:
-                continue
-            moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
-        left = {t: len(ms) for t, ms in by_target.items()}
-        order = sorted(by_target, key=lambda t: (total.get(t, 0) - left[t], view.rng.random()))
-        out: list[tuple[Move, bool]] = []
-        for depth in range(max(left.values(), default=0)):
-            out += [by_target[t][depth] for t in order if depth < left[t]]
-        return out
+            move = _fresh_suggestion(view, target, suggestions[target],
+                                     offered=offered, untried=untried, seen=seen)
+            if move is not None:
+                moves[:] = [(move, True)] + [(m, f) for m, f in moves if m != move]
+        return _interleaved(by_target, total, view.rng)
 
     def propose(self, view: SearchView, n: int) -> list[Proposal]:
         """The first ``n`` moves of :meth:`rank`."""
@@ -233,3 +217,40 @@ class OptunaProposer(Proposer):
                            f"({basis})")
             out.append(Proposal(move=move, proposer=self.name, reason=reason))
         return out
+
+
+def _scored_moves(view: SearchView) -> set[SpelledMove]:
+    """The scored configs one move from the incumbent, by that move: whether a
+    suggestion's config was scored, without fingerprinting it (config_keys)."""
+    return {key for c in view.history
+            if (key := one_change(view.incumbent.values, c.values)) is not None}
+
+
+def _fresh_suggestion(view: SearchView, target: str, value: Any, *, offered: set[Move],
+                      untried: set[Move], seen: set[SpelledMove]) -> Move | None:
+    """TPE's suggested ``value`` for ``target`` as a move, or None when it is no move.
+
+    A suggestion the search has left out of ``untried`` (tried against this incumbent,
+    or a jump with jumps off), or whose config was scored already, would be journaled
+    "already tried" and take its setting's place in the step.
+    """
+    current = view.incumbent.values[target]
+    if value is None or same_value(value, current):
+        return None
+    move = Move(target=target, before=current, after=value)
+    if (move in offered and move not in untried) or spelled_move(
+            target, view.registry.settings[target].check(value)) in seen:
+        return None
+    return move
+
+
+def _interleaved(by_target: dict[str, list[tuple[Move, bool]]], total: dict[str, int],
+                 rng: random.Random) -> list[tuple[Move, bool]]:
+    """The moves taken a setting at a time, settings least tried against the incumbent
+    first (ties in random order)."""
+    left = {t: len(ms) for t, ms in by_target.items()}
+    order = sorted(by_target, key=lambda t: (total.get(t, 0) - left[t], rng.random()))
+    out: list[tuple[Move, bool]] = []
+    for depth in range(max(left.values(), default=0)):
+        out += [by_target[t][depth] for t in order if depth < left[t]]
+    return out

@@ -27,6 +27,7 @@ from forge.registry import (
     IntSetting,
     Registry,
     Scalar,
+    Setting,
     same_value,
 )
 from forge.results import AttemptResult
@@ -64,24 +65,29 @@ def hinted_move(registry: Registry, config: Config, target: str, direction: str)
     if setting is None or target not in config.values:
         return None
     current = config.values[target]
-    neighbours = setting.neighbours(current)
-    after: Scalar | None = None
-    if isinstance(setting, (IntSetting, FloatSetting)):
-        if direction == "up":
-            above = [v for v in neighbours if float(v) > float(current)]
-            after = min(above, default=None, key=float)
-        elif direction == "down":
-            below = [v for v in neighbours if float(v) < float(current)]
-            after = max(below, default=None, key=float)
-    elif isinstance(setting, BoolSetting):
-        if direction == "toggle":
-            after = neighbours[0]
-    elif isinstance(setting, EnumSetting):
-        # Hints are read from YAML as strings, so the choice is matched by its text.
-        after = next((c for c in neighbours if str(c) == direction), None)
+    after = _hinted_value(setting, current, direction)
     if after is None or same_value(after, current):
         return None
     return Move(target=target, before=current, after=after)
+
+
+def _hinted_value(setting: Setting, current: Scalar, direction: str) -> Scalar | None:
+    """The neighbour of ``current`` that ``direction`` names, or None."""
+    neighbours = setting.neighbours(current)
+    if isinstance(setting, (IntSetting, FloatSetting)):
+        if direction == "up":
+            return min((v for v in neighbours if float(v) > float(current)), default=None,
+                       key=float)
+        if direction == "down":
+            return max((v for v in neighbours if float(v) < float(current)), default=None,
+                       key=float)
+        return None
+    if isinstance(setting, BoolSetting):
+        return neighbours[0] if direction == "toggle" else None
+    if isinstance(setting, EnumSetting):
+        # Hints are read from YAML as strings, so the choice is matched by its text.
+        return next((c for c in neighbours if str(c) == direction), None)
+    return None
 
 
 def hinted_jump(registry: Registry, config: Config, target: str, direction: str

@@ -38,8 +38,22 @@ def summary_table(result: EvalResult) -> Table:
                   show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
+    for label, text in _headline_rows(result):
+        table.add_row(label, text)
+    for label, text in _attempt_rows(result):
+        table.add_row(label, text)
+    for name, value in result.metrics.items():  # a harness names its own metrics
+        table.add_row(Text(printable(name)), _num(value))
+    table.add_row("config", result.config_fingerprint[:16])
+    table.add_row("env", (result.env_fingerprint or "none")[:16])
+    return table
+
+
+def _headline_rows(result: EvalResult) -> list[tuple[str, str]]:
+    """The pass rate and the mean score, each with its interval over tasks."""
     rates = [t.pass_rate for t in result.tasks if t.pass_rate is not None]
     means = [t.mean_score for t in result.tasks if t.mean_score is not None]
+    rows = []
     for label, values, point in (("pass rate", rates, result.pass_rate),
                                  ("mean score", means, result.mean_score)):
         ci = mean_interval(values)
@@ -47,24 +61,25 @@ def summary_table(result: EvalResult) -> Table:
         if ci is not None and ci.n > 1:
             fmt = _pct if label == "pass rate" else _num
             text += f"  (95% CI {fmt(max(ci.low, 0.0))} – {fmt(min(ci.high, 1.0))}, {ci.n} tasks)"
-        table.add_row(label, text)
+        rows.append((label, text))
+    return rows
+
+
+def _attempt_rows(result: EvalResult) -> list[tuple[str, str]]:
+    """Counts of tasks and attempts, why attempts stopped, and the learning zone."""
     n_attempts = result.n_attempts
-    table.add_row("tasks", str(len(result.tasks)))
-    table.add_row("attempts", f"{n_attempts}: {result.n_scored} scored, "
-                              f"{n_attempts - result.n_scored} unscored")
+    rows = [("tasks", str(len(result.tasks))),
+            ("attempts", f"{n_attempts}: {result.n_scored} scored, "
+                         f"{n_attempts - result.n_scored} unscored")]
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.stop_reasons().items()))
-    table.add_row("stop reasons", reasons or "—")
+    rows.append(("stop reasons", reasons or "—"))
     scorer_failures = sum(1 for a in result.attempts
                           if a.stop_reason == "completed" and a.score is None)
     if scorer_failures:
-        table.add_row("scorer failures", str(scorer_failures))
+        rows.append(("scorer failures", str(scorer_failures)))
     lz = sum(1 for t in result.tasks if t.learning_zone)
-    table.add_row("learning zone", f"{lz} tasks")
-    for name, value in result.metrics.items():  # a harness names its own metrics
-        table.add_row(Text(printable(name)), _num(value))
-    table.add_row("config", result.config_fingerprint[:16])
-    table.add_row("env", (result.env_fingerprint or "none")[:16])
-    return table
+    rows.append(("learning zone", f"{lz} tasks"))
+    return rows
 
 
 def task_table(result: EvalResult) -> Table:

@@ -285,6 +285,21 @@ def parse_reply(content: str | None, mode: str, threshold: int) -> Score:
     the judge did not follow the format. Anything else (prose around the JSON, a
     key twice, other keys) is refused, so a verdict is never guessed.
     """
+    key = "verdict" if mode == "binary" else "score"
+    data = _reply_object(content, key)
+    reason = data.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ValueError(f"judge reason is {type(reason).__name__}, not a string")
+    details: dict[str, Any] = {} if reason is None else {"reason": reason}
+    why = f": {quote(reason, 160)}" if reason else ""
+    if mode == "binary":
+        return _verdict_score(data[key], details, why)
+    return _grade_score(data[key], threshold, details, why)
+
+
+def _reply_object(content: str | None, key: str) -> dict[str, Any]:
+    """The reply's JSON object (fenced or not), refused unless its keys are ``key`` and
+    optionally ``reason``."""
     if content is None:
         raise ValueError("judge reply has no text")
     text = content.strip()
@@ -295,24 +310,25 @@ def parse_reply(content: str | None, mode: str, threshold: int) -> Score:
         data = json.loads(text, object_pairs_hook=_no_duplicates)
     except ValueError as exc:
         raise ValueError(f"judge reply is not JSON ({exc}): {quote(content, 120)}") from None
-    key = "verdict" if mode == "binary" else "score"
     if not isinstance(data, dict) or key not in data or set(data) - {key, "reason"}:
         raise ValueError(f'judge reply is not {{"{key}": ..., "reason": ...}}: '
                          f"{quote(content, 120)}")
-    reason = data.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise ValueError(f"judge reason is {type(reason).__name__}, not a string")
-    details: dict[str, Any] = {} if reason is None else {"reason": reason}
-    why = f": {quote(reason, 160)}" if reason else ""
-    raw = data[key]
-    if mode == "binary":
-        verdict = raw.lower() if isinstance(raw, str) else None
-        if verdict not in ("pass", "fail"):
-            raise ValueError(f'judge verdict is {quote(raw, 40)}, not "pass" or "fail"')
-        passed = verdict == "pass"
-        return Score(value=1.0 if passed else 0.0, passed=passed,
-                     explanation=f"judge: {verdict}{why}", details={"verdict": verdict,
-                                                                    **details})
+    return data
+
+
+def _verdict_score(raw: Any, details: dict[str, Any], why: str) -> Score:
+    """A binary judge's "pass" or "fail", in any case."""
+    verdict = raw.lower() if isinstance(raw, str) else None
+    if verdict not in ("pass", "fail"):
+        raise ValueError(f'judge verdict is {quote(raw, 40)}, not "pass" or "fail"')
+    passed = verdict == "pass"
+    return Score(value=1.0 if passed else 0.0, passed=passed,
+                 explanation=f"judge: {verdict}{why}", details={"verdict": verdict,
+                                                                **details})
+
+
+def _grade_score(raw: Any, threshold: int, details: dict[str, Any], why: str) -> Score:
+    """A graded judge's whole score from 1 to 10, passing at ``threshold``."""
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 10:

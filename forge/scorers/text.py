@@ -69,21 +69,13 @@ class ExactScorer(OptionScorer[ExactOptions]):
 
     def _key(self, value: Any) -> Any:
         """A hashable form of ``value`` in which equal-under-the-options values are equal."""
-        opts = self.options
         if isinstance(value, bool):
             return ("bool", value)
         if isinstance(value, int | float):
-            number = to_decimal(value) if opts.coerce else None
+            number = to_decimal(value) if self.options.coerce else None
             return ("num", number) if number is not None else (type(value).__name__, value)
         if isinstance(value, str):
-            text = " ".join(value.split()) if opts.normalize_whitespace else value
-            if opts.coerce:
-                number = parse_number(text)
-                if number is not None:
-                    return ("num", number)
-                if text.strip().lower() in ("true", "false"):
-                    return ("bool", text.strip().lower() == "true")
-            return ("str", text if opts.case_sensitive else text.casefold())
+            return self._text_key(value)
         if value is None:
             return ("null",)
         if isinstance(value, list | tuple):
@@ -97,6 +89,18 @@ class ExactScorer(OptionScorer[ExactOptions]):
         except (TypeError, ValueError):
             return ("other", repr(value))
         return self._key(plain)
+
+    def _text_key(self, value: str) -> tuple[Any, ...]:
+        """The key of a string: a number or a boolean when ``coerce`` reads it as one."""
+        opts = self.options
+        text = " ".join(value.split()) if opts.normalize_whitespace else value
+        if opts.coerce:
+            number = parse_number(text)
+            if number is not None:
+                return ("num", number)
+            if text.strip().lower() in ("true", "false"):
+                return ("bool", text.strip().lower() == "true")
+        return ("str", text if opts.case_sensitive else text.casefold())
 
 
 

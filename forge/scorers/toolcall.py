@@ -49,26 +49,38 @@ class ToolCallScorer(OptionScorer[ToolCallOptions]):
         clean = [i for i, call in enumerate(calls) if call.ok and call.error is None]
         fits = [[j for j in clean if _matches(tool, calls[j])] for tool in expected]
         pairs = _ordered_pairs(fits) if self.options.ordered else _max_pairs(fits)
-        matched = dict(pairs)
-        missing = [i for i in range(len(expected)) if i not in matched]
-        unexpected = [] if self.options.allow_additional else [
-            j for j in clean if not any(_matches(tool, calls[j]) for tool in expected)]
-        denominator = len(expected) + len(unexpected)
-        reasons = [_why_missing(expected[i], calls, fits[i], self.options.ordered)
-                   for i in missing]
-        reasons += [f"unexpected call {_render(calls[j].name, calls[j].args)}" for j in unexpected]
-        return Score(
-            value=1.0 if denominator == 0 else len(matched) / denominator,
-            passed=not missing and not unexpected,
-            explanation="; ".join(reasons) or None,
-            details={
-                "matched": [[i, j] for i, j in sorted(pairs)],
-                "missing": [expected[i].name for i in missing],
-                "unexpected": [calls[j].name for j in unexpected],
-                "failed_calls": len(calls) - len(clean),
-            },
-        )
+        unexpected = [] if self.options.allow_additional else _unexpected(expected, calls, clean)
+        return _tool_score(expected, calls, fits, pairs, unexpected,
+                           ordered=self.options.ordered, failed=len(calls) - len(clean))
 
+
+def _unexpected(expected: Sequence[ExpectedTool], calls: Sequence[ToolCall],
+                clean: Sequence[int]) -> list[int]:
+    """The clean calls that match no expected tool."""
+    return [j for j in clean if not any(_matches(tool, calls[j]) for tool in expected)]
+
+
+def _tool_score(expected: Sequence[ExpectedTool], calls: Sequence[ToolCall],
+                fits: Sequence[Sequence[int]], pairs: list[tuple[int, int]],
+                unexpected: list[int], *, ordered: bool, failed: int) -> Score:
+    """The score of (expected tool, call) ``pairs`` matched and ``unexpected`` calls,
+    with a reason for each expected tool left unmatched and each unexpected call."""
+    matched = dict(pairs)
+    missing = [i for i in range(len(expected)) if i not in matched]
+    denominator = len(expected) + len(unexpected)
+    reasons = [_why_missing(expected[i], calls, fits[i], ordered) for i in missing]
+    reasons += [f"unexpected call {_render(calls[j].name, calls[j].args)}" for j in unexpected]
+    return Score(
+        value=1.0 if denominator == 0 else len(matched) / denominator,
+        passed=not missing and not unexpected,
+        explanation="; ".join(reasons) or None,
+        details={
+            "matched": [[i, j] for i, j in sorted(pairs)],
+            "missing": [expected[i].name for i in missing],
+            "unexpected": [calls[j].name for j in unexpected],
+            "failed_calls": failed,
+        },
+    )
 
 
 def args_match(expected: Any, actual: Any) -> bool:

@@ -239,18 +239,33 @@ def _forest_row(d: CandidateRecord, y0: float, row_h: float, xs: Scale, left: fl
     color = COLORS[kind]
     mid = y0 + row_h / 2
     out = [f'<g class="decision {kind}">', tooltip(_decision_tooltip(d))]
-    if verdict == "promoted":
+    if verdict == "promoted" or stripe:
+        fill = "#dafbe1" if verdict == "promoted" else "#f6f8fa"
         out.append(f'<rect x="0" y="{num(y0)}" width="{WIDTH}" height="{num(row_h)}" '
-                   'fill="#dafbe1"/>')
-    elif stripe:
-        out.append(f'<rect x="0" y="{num(y0)}" width="{WIDTH}" height="{num(row_h)}" '
-                   'fill="#f6f8fa"/>')
+                   f'fill="{fill}"/>')
     name = f"{d.step} · {move_text(d.move)}"
     if len(name) > 54:
         name = name[:53] + "…"
     out.append(text(8, mid + 4, name, cls="row-label",
                     weight="bold" if verdict == "promoted" else None))
-    shown = []
+    marks, shown = _effect_marks(d, xs, mid, color)
+    out += marks
+    if not shown:
+        out.append(text(xs.start + 4, mid + 4, "not measured", cls="note"))
+    mark = "★ promoted" if verdict == "promoted" else verdict
+    out.append(text(WIDTH - right + 8, mid + 4, mark, fill=color, cls="row-label",
+                    weight="bold" if verdict == "promoted" else None))
+    out.append(text(WIDTH - 8, mid + 4, " / ".join(shown), anchor="end", cls="tick"))
+    out.append("</g>")
+    return "".join(out)
+
+
+def _effect_marks(d: CandidateRecord, xs: Scale, mid: float, color: str
+                  ) -> tuple[list[str], list[str]]:
+    """The interval and point of each dev block measured (screening a circle,
+    confirmation a diamond below it), and each block's effect as text."""
+    out: list[str] = []
+    shown: list[str] = []
     confirmed = d.dev is not None and d.dev.confirm is not None
     for (name, block), dy, width in zip(_dev_blocks(d), (-3.0, 4.0), (2.0, 3.5), strict=True):
         effect, low, high = _bounds(block)
@@ -269,14 +284,7 @@ def _forest_row(d: CandidateRecord, y0: float, row_h: float, xs: Scale, left: fl
         else:
             out.append(f'<path d="M{num(x)} {num(y - 5.5)} l5.5 5.5 l-5.5 5.5 l-5.5 -5.5 z" '
                        f'fill="{color}" stroke="#fff" stroke-width="0.8"/>')
-    if not shown:
-        out.append(text(xs.start + 4, mid + 4, "not measured", cls="note"))
-    mark = "★ promoted" if verdict == "promoted" else verdict
-    out.append(text(WIDTH - right + 8, mid + 4, mark, fill=color, cls="row-label",
-                    weight="bold" if verdict == "promoted" else None))
-    out.append(text(WIDTH - 8, mid + 4, " / ".join(shown), anchor="end", cls="tick"))
-    out.append("</g>")
-    return "".join(out)
+    return out, shown
 
 
 # -- budget ---------------------------------------------------------------------------------
@@ -284,15 +292,7 @@ def _forest_row(d: CandidateRecord, y0: float, row_h: float, xs: Scale, left: fl
 def budget_chart(report: RunReport) -> str:
     """Rollouts spent after each decision; promotions marked, the budget drawn if near."""
     label = "rollouts spent over the run"
-    points: list[tuple[str, float, CandidateRecord | None]] = []
-    spent = float(report.start.rollouts_total)
-    points.append(("start config evaluated", spent, None))
-    for d in report.decisions:
-        if d.rollouts_total is not None:  # illegal proposals carry no totals
-            spent = float(d.rollouts_total)
-        points.append((f"step {d.step}: {move_text(d.move)} [{d.verdict}]", spent, d))
-    if report.end is not None:
-        points.append(("after the test split", float(report.end.rollouts_used), None))
+    points = _budget_points(report)
     rollouts = report.info.options.budget.rollouts
     limit = None if rollouts is None else float(rollouts)
     top_value = max(p[1] for p in points)
@@ -303,15 +303,8 @@ def budget_chart(report: RunReport) -> str:
     ys = Scale(0, ys_hi, height - bottom, top)
     parts = [svg_open("chart-budget", WIDTH, height, label)]
     parts += _y_grid(ys, left, WIDTH - right, nice_ticks(0, ys_hi, 5), ",.0f")
-    seen: set[int] = set()
     every = max(1, math.ceil(report.last_step / 20))
-    for index, (_, _, rec) in enumerate(points):
-        if rec is not None and rec.step not in seen:
-            seen.add(rec.step)
-            if (rec.step - 1) % every == 0:
-                parts.append(_vline(xs(index), top, height - bottom, COLORS["grid"]))
-                parts.append(text(xs(index), height - bottom + 18, rec.step,
-                                  anchor="middle", cls="tick"))
+    parts += _step_ticks(points, xs, top, height - bottom, every)
     parts.append(text((left + WIDTH - right) / 2, height - 8, "decisions in journal order "
                       "(tick: first decision of a step)", anchor="middle", cls="axis-label"))
     line = " ".join(f"{'M' if i == 0 else 'L'}{num(xs(i))} {num(ys(v))}"
@@ -320,15 +313,7 @@ def budget_chart(report: RunReport) -> str:
     parts.append(f'<path d="{line} {base}" fill="{COLORS["budget"]}" fill-opacity="0.12"/>')
     parts.append(f'<path d="{line}" fill="none" stroke="{COLORS["budget"]}" '
                  'stroke-width="2.5"/>')
-    for index, (what, value, rec) in enumerate(points):
-        promoted = rec is not None and rec.verdict == "promoted"
-        cost = number(rec.cost_total) if rec is not None else None
-        tip = tooltip([what, f"{value:,.0f} rollouts spent",
-                       *([f"cost so far {cost:,.4g}"] if cost is not None else [])])
-        fill = COLORS["promoted"] if promoted else COLORS["budget"]
-        radius = 5 if promoted else 2.5
-        parts.append(f'<g class="mark">{tip}<circle cx="{num(xs(index))}" '
-                     f'cy="{num(ys(value))}" r="{radius}" fill="{fill}"/></g>')
+    parts += _budget_marks(points, xs, ys)
     if show_limit and limit is not None:
         parts.append(_hline(left, WIDTH - right, ys(limit), COLORS["rejected"],
                             ' stroke-dasharray="6 4" stroke-width="1.5"'))
@@ -338,6 +323,54 @@ def budget_chart(report: RunReport) -> str:
                                     ("promoted", "promotion", "dot")])
     parts.append(svg_close())
     return "".join(parts)
+
+
+#: A point of the budget chart: what it is, rollouts spent by then, its decision if any.
+_BudgetPoint = tuple[str, float, CandidateRecord | None]
+
+
+def _budget_points(report: RunReport) -> list[_BudgetPoint]:
+    """Rollouts spent after the start config, each decision and the test split."""
+    points: list[_BudgetPoint] = []
+    spent = float(report.start.rollouts_total)
+    points.append(("start config evaluated", spent, None))
+    for d in report.decisions:
+        if d.rollouts_total is not None:  # illegal proposals carry no totals
+            spent = float(d.rollouts_total)
+        points.append((f"step {d.step}: {move_text(d.move)} [{d.verdict}]", spent, d))
+    if report.end is not None:
+        points.append(("after the test split", float(report.end.rollouts_used), None))
+    return points
+
+
+def _step_ticks(points: list[_BudgetPoint], xs: Scale, top: float, axis_y: float,
+                every: int) -> list[str]:
+    """A grid line and label at the first decision of every ``every``-th step."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    for index, (_, _, rec) in enumerate(points):
+        if rec is not None and rec.step not in seen:
+            seen.add(rec.step)
+            if (rec.step - 1) % every == 0:
+                parts.append(_vline(xs(index), top, axis_y, COLORS["grid"]))
+                parts.append(text(xs(index), axis_y + 18, rec.step,
+                                  anchor="middle", cls="tick"))
+    return parts
+
+
+def _budget_marks(points: list[_BudgetPoint], xs: Scale, ys: Scale) -> list[str]:
+    """A dot per point with its tooltip; promotions larger, in their colour."""
+    parts: list[str] = []
+    for index, (what, value, rec) in enumerate(points):
+        promoted = rec is not None and rec.verdict == "promoted"
+        cost = number(rec.cost_total) if rec is not None else None
+        tip = tooltip([what, f"{value:,.0f} rollouts spent",
+                       *([f"cost so far {cost:,.4g}"] if cost is not None else [])])
+        fill = COLORS["promoted"] if promoted else COLORS["budget"]
+        radius = 5 if promoted else 2.5
+        parts.append(f'<g class="mark">{tip}<circle cx="{num(xs(index))}" '
+                     f'cy="{num(ys(value))}" r="{radius}" fill="{fill}"/></g>')
+    return parts
 
 
 # -- start -> final per split ------------------------------------------------------------
