@@ -69,7 +69,7 @@ from forge.search.attempt_cache import Rollouts
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.search.deferral import Deferrals, Held, confirmation_cost, unrun_share
 from forge.search.memory import MoveMemory, MoveNote
-from forge.search.options import SearchOptions
+from forge.search.options import CHUNKS, PRECISION_ROUNDS, SCREEN_ALPHA, SearchOptions
 from forge.search.outcome import STOP_TEXT, SearchOutcome
 from forge.search.places import Places, TriedKey
 from forge.search.progress import Ending, SearchProgress
@@ -124,8 +124,7 @@ class Search:
         #: on 2^r·K attempts a task (reset by a promotion).
         self.round = 0
         # Where each move stands among those tried: its place and its tried-key.
-        self.places = Places(bench.registry, jumps=options.jumps,
-                             near_values=options.near_values)
+        self.places = Places(bench.registry)
         self._out_of_budget = False  # a decision was cut short: it did not fit the budget
         self.deferrals = Deferrals()  # the incumbent's passing candidates held back
         self.alpha = bench.spec.gates.alpha
@@ -133,11 +132,11 @@ class Search:
         dev = list(bench.tasks("dev"))
         self._rng("dev-order").shuffle(dev)
         self.dev_order = dev
-        self.chunk = max(2, math.ceil(len(dev) / max(1, options.chunks)))
+        self.chunk = max(2, math.ceil(len(dev) / CHUNKS))
         val = list(bench.splits.get("val", []))
         self._rng("val-order").shuffle(val)
         self.val_order = val
-        self.val_chunk = max(2, math.ceil(len(val) / max(1, options.chunks))) if val else 0
+        self.val_chunk = max(2, math.ceil(len(val) / CHUNKS)) if val else 0
         # What a live view shows between two records; kept whether or not one watches.
         self.progress = progress if progress is not None else SearchProgress()
         self.progress.budget_rollouts = options.budget.rollouts
@@ -199,7 +198,7 @@ class Search:
             self.screening = Screening(
                 bench=self.bench, rollouts=self.rollouts, start=self.start,
                 memory=self.memory, order=self.dev_order, chunk=self.chunk, k=self.options.k,
-                alpha=self.options.screen_alpha, budget_left=self._budget_left,
+                alpha=SCREEN_ALPHA, budget_left=self._budget_left,
                 slack=self.slack, emit=self._emit, totals=self._totals,
                 standing=lambda metric: self.standing.get(metric, 0.0))
             self.progress.attach(self.rollouts)
@@ -229,7 +228,7 @@ class Search:
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used))
-        failed = self._start_failure(self._start_evidence(first)) if opts.start_check else None
+        failed = self._start_failure(self._start_evidence(first))
         if failed is not None:
             return self._stop_at_start(failed)
         tried: set[TriedKey] = set()
@@ -245,7 +244,7 @@ class Search:
             else:
                 stop_reason = self._budget_stop()
             untried = self._untried(incumbent, tried, step + 1)
-            while not stop_reason and not untried and self.round < opts.precision_rounds:
+            while not stop_reason and not untried and self.round < PRECISION_ROUNDS:
                 self.round += 1
                 untried = self._untried(incumbent, tried, step + 1)
             if not stop_reason and not untried:
@@ -331,7 +330,7 @@ class Search:
         short while ago go last. In a precision round: its close moves not yet screened
         in this round, the largest screening effect first."""
         registry = self.bench.registry
-        fresh = [m for m in candidate_moves(registry, incumbent, jumps=self.options.jumps)
+        fresh = [m for m in candidate_moves(registry, incumbent)
                  if self.places.key(incumbent, m, self.round) not in tried]
         if self.round:
             floor = self.bench.spec.gates.min_effect
@@ -363,8 +362,7 @@ class Search:
                           history=list(history),
                           dev_attempts=[a for items in self._first_chunk(incumbent).values()
                                         for a in items],
-                          step=step, rng=self._rng("propose", step),
-                          hint_jumps=self.options.hint_jumps)
+                          step=step, rng=self._rng("propose", step))
         proposed, refused = offered(self.proposer, view, len(untried))
         offers = queued + proposed
         by_proposer = set(proposed)
@@ -386,7 +384,7 @@ class Search:
             if p.move in seen or p.move.target in targets:
                 continue
             if self.places.was_tried(incumbent, p.move, tried, self.round):
-                if self.options.near_copy_records and p in by_proposer:
+                if p in by_proposer:
                     self._refuse(step, incumbent, self.places.near_copy(incumbent, p.move))
                 seen.add(p.move)  # one record for a move offered twice
                 continue
@@ -395,12 +393,10 @@ class Search:
             unique.append(p)
             if len(unique) >= self.options.candidates_per_step:
                 break
-        if self.options.enum_choices:
-            unique += self._other_choices(incumbent, unique, untried, tried, seen)
-        return unique
+        return unique + self._other_choices(incumbent, unique, untried, tried, seen)
 
     def _remembered(self, incumbent: Config, untried: list[Move]) -> list[Proposal]:
-        """The moves the memory offers at ``incumbent``: (``room_recall``) those a
+        """The moves the memory offers at ``incumbent``: those a
         tolerance refused at an earlier one when this one has made room under it since,
         then those that looked better at an earlier one and were not proven there, each
         kind in ``untried``'s order."""
@@ -414,7 +410,7 @@ class Search:
                 promising.append(Proposal(move=m, proposer="memory", reason=(
                     f"screened {note.screen_effect:+.3f} at step {note.step} against an "
                     "earlier incumbent, not proven there: likely good here too")))
-            elif self.options.room_recall and self.memory.made_room(
+            elif self.memory.made_room(
                     m, incumbent.fingerprint, lambda metric: self.standing.get(metric, 0.0)):
                 metric = (note.gate or "")[4:]
                 room.append(Proposal(move=m, proposer="memory", reason=(
@@ -472,7 +468,7 @@ class Search:
               tried: set[TriedKey], history: list[EvaluatedConfig]
               ) -> tuple[Move, Config] | None:
         """Screen the proposals in order, then confirm the passing ones, the largest
-        screening effect first (``selection: first``: each as soon as it passes). A
+        screening effect first (with little budget left, each as soon as it passes). A
         promotion ends the step, a refusal lets it go on."""
         passed: list[tuple[Screen, _CandidateHead]] = []
         for proposal in proposals:
@@ -490,7 +486,7 @@ class Search:
                     break
                 continue
             passed.append((screened, head))
-            if self.options.selection == "first" or not self._room_to_compare():
+            if not self._room_to_compare():
                 promoted = self._confirm_passed(step, incumbent, passed, tried, history)
                 if promoted is not None or self._out_of_budget:
                     return promoted
@@ -548,9 +544,7 @@ class Search:
                   ) -> tuple[Screen, _CandidateHead] | None:
         """The expansion of ``screened``'s numeric move, screened just before that move's
         confirmation (so only for a candidate about to be confirmed): returned when it
-        passed, to be confirmed first; None when off, tried, or refused (journaled)."""
-        if not self.options.expansion:
-            return None
+        passed, to be confirmed first; None when none, tried, or refused (journaled)."""
         move = screened.proposal.move
         further = expansion(self.bench.registry, move)
         if further is None or self.places.was_tried(incumbent, further, tried, self.round):
@@ -628,7 +622,6 @@ class Search:
         # candidate goes first, and which waits, costs its error guarantee nothing.
         for screened, head in sorted(passed, key=lambda item: -item[0].test.effect):
             why = (None if deferred or promoted is not None or self._out_of_budget
-                   or not self.options.deferral
                    else self.deferrals.hold(screened, self._cost(incumbent),
                                             self._budget_left()))
             if why is not None:
@@ -672,10 +665,7 @@ class Search:
             val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
             slack=self.slack,
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
-            pooled=self.options.pooled_improvement,
-            extension=self._extension() if self.options.tolerance_extension else None,
-            netted=self.options.netted_tolerances,
-            floors_ahead=self.options.floors_ahead).run()
+            pooled=True, extension=self._extension(), netted=True, floors_ahead=True).run()
         self._record(head, screened, outcome, level)
         move = screened.proposal.move
         if outcome.status == "budget":
@@ -703,7 +693,7 @@ class Search:
         """The attempts a confirmation's extension block runs: past every index a
         selection of any precision round reads (``k << precision_rounds``) and this
         confirmation's own, so that none of the data that chose a candidate decides it."""
-        first = max(2 * self.attempts, self.options.k << self.options.precision_rounds)
+        first = max(2 * self.attempts, self.options.k << PRECISION_ROUNDS)
         return range(first, first + self.attempts)
 
     def _record(self, head: _CandidateHead, screened: Screen, outcome: ConfirmOutcome,
