@@ -89,7 +89,7 @@ def test_a_start_anchored_tolerance_refuses_the_step_that_would_take_the_path_pa
                               metrics=TEN_PERCENT)
     bench = load_bench(path)
     # Steps only, so that the path is level 0 -> 1 -> 2 -> 3 and nothing else.
-    monkeypatch.setattr("forge.search.loop.candidate_moves",
+    monkeypatch.setattr("forge.search.proposals.candidate_moves",
                         functools.partial(candidate_moves, jumps=False))
     outcome = run_search(bench, tmp_path / "run")
     assert outcome.promotions == [{"step": s, "target": "level", "before": s - 1, "after": s}
