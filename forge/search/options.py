@@ -121,6 +121,6 @@ def check_flags(flags: JournaledFlags | None, *, k: int, file: Path, run_id: str
         if was[name] != expected:
             shown = "absent" if getattr(flags, name) is None else repr(getattr(flags, name))
             raise JournalError(
-                f"cannot resume {run_id}: it searched with {name} {shown}, and this forge "
-                f"searches only as {name} {expected!r} does; review, report or promote it "
-                "as it is", file=file, field=f"options.{name}")
+                f"cannot resume {run_id}: it was searched with {name} {shown}, which this "
+                f"forge no longer does (it searches as {name} {expected!r}); review, report "
+                "or promote it as it is", file=file, field=f"options.{name}")
