@@ -12,6 +12,13 @@ step; a refusal lets it go on. The search stops on ``max_steps``, ``patience``, 
 budget, or when no untried move is left; then the start config and the final
 incumbent are each evaluated once on the test split.
 
+The loop is here; a step's proposals are :mod:`forge.search.proposals`, its screening and
+confirming :mod:`forge.search.candidates`, the end :mod:`forge.search.ending`. The search
+runs no attempt itself: it yields a :class:`~forge.search.attempt_cache.RolloutRequest`
+for the attempts its store lacks and takes their results (:meth:`Search.ask`,
+:meth:`Search.tell`), so whoever drives it runs them where it likes; :meth:`Search.run`
+runs them on a session of its own.
+
 Why the guarantee holds: the j-th confirmation since the last promotion is tested at
 ``alpha_j = alpha * 6 / (pi^2 j^2)`` (summing to ``alpha``), spread over its looks by
 :mod:`forge.stats.sequential`. Its data are the candidate's attempts on tasks (or attempt
