@@ -23,11 +23,9 @@ Methods, each on the same benches and seeds:
   cut into 6 chunks: screening races over the dev chunks, each confirmation look is a
   chunk; jumps on).
 - ``forge-chunks5`` / ``forge-chunks7``: the same search built through
-  ``forge.search.loop.Search`` with ``chunks=5`` / ``7`` (coarser or finer races and
+  ``forge.search.loop.Search`` with ``CHUNKS`` 5 / 7 (coarser or finer races and
   looks). The test split is not run by these variants (it decides nothing).
-- ``forge-nojumps``: ``jumps=False``: only ``±step`` moves are offered (a proposer's
-  off-grid suggestion may still be one).
-- ``forge-noracing``: ``chunks=1``: one chunk is the whole split, so a candidate is
+- ``forge-noracing``: ``CHUNKS`` 1: one chunk is the whole split, so a candidate is
   screened on all dev tasks at once (no early futility or pass) and each confirmation
   is one look at all its dev tasks on fresh attempts and one at all val tasks (a
   fixed-sample test, not a sequential one). What the chunks buy.
@@ -75,13 +73,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCHES = {"noeffect": HERE / "benches" / "noeffect", "effect": HERE / "benches" / "effect"}
-# Variants of forge, built through forge.search.loop.Search: SearchOptions fields changed
-# from launch_search's defaults (chunks 6, jumps on).
-VARIANTS: dict[str, dict[str, Any]] = {
-    "forge-chunks5": {"chunks": 5},
-    "forge-chunks7": {"chunks": 7},
-    "forge-nojumps": {"jumps": False},
-    "forge-noracing": {"chunks": 1},  # one chunk: the whole split, one look
+# Variants of forge, built through forge.search.loop.Search: the search's CHUNKS (6,
+# forge.search.options) changed, as the search module reads it.
+VARIANTS: dict[str, int] = {
+    "forge-chunks5": 5,
+    "forge-chunks7": 7,
+    "forge-noracing": 1,  # one chunk: the whole split, one look
 }
 ALL_METHODS = ("forge", *VARIANTS, "naive")
 METHODS = ALL_METHODS
@@ -187,8 +184,10 @@ def run_forge(bench_name: str, seed: int, *, method: str, keep: Path | None) -> 
 
 
 def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
-                    changes: dict[str, Any]) -> Any:
-    """``launch_search``'s defaults with screening options changed (test split not run)."""
+                    chunks: int) -> Any:
+    """``launch_search``'s defaults cut into ``chunks`` chunks (test split not run)."""
+    from unittest import mock
+
     from forge.bench import load_bench
     from forge.journal import RunInfo, write_run
     from forge.proposers import build_proposer
@@ -200,7 +199,7 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
     options = SearchOptions(max_steps=s.max_steps, patience=s.patience, budget=s.budget,
                             k=r.k, seed=seed, concurrency=r.concurrency, timeout_s=r.timeout_s,
                             candidates_per_step=4)
-    options = replace(options, run_test=False, **changes)
+    options = replace(options, run_test=False)
     folder = journals / run_id
     start = bench.defaults
     write_run(folder, RunInfo(
@@ -210,7 +209,8 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
         options=options.journal_form(proposer="auto", proposer_info=None, first_moves=[]),
         created_at=datetime.now(UTC)))
     proposer = build_proposer("auto", registry=bench.registry, run_dir=folder, seed=seed)
-    return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()
+    with mock.patch("forge.search.loop.CHUNKS", chunks):
+        return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()
 
 
 def run_naive(bench_name: str, seed: int) -> dict[str, Any]:

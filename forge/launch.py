@@ -24,11 +24,12 @@ from forge.journal import (
 )
 from forge.journal.prune import PRUNED_FILE, load_pruned
 from forge.journal.records import AnyRecord
+from forge.journal.run import RUN_FORMAT_VERSION
 from forge.moves import Move
 from forge.proposers import build_proposer
 from forge.registry import Config
 from forge.search.loop import Search
-from forge.search.options import SearchOptions
+from forge.search.options import SearchOptions, check_flags
 from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
 
@@ -138,13 +139,15 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
                            f"{pruned.pruned_at:%Y-%m-%d %H:%M} UTC (forge journal prune), "
                            "which keeps only what review reads; start a new search instead",
                            file=folder / PRUNED_FILE)
-    if info.format_version != JOURNAL_FORMAT_VERSION:
+    if info.format_version not in (JOURNAL_FORMAT_VERSION, RUN_FORMAT_VERSION):
         # Its decisions came from the search before confirmations were sequential: a
         # replay by this search would diverge from the first record on.
         raise JournalError(f"cannot resume {run_id}: it was written by an earlier forge "
                            f"(format_version {info.format_version}, whose search this forge "
                            "no longer runs); review, report or promote it as it is",
                            file=folder / "run.json", field="format_version")
+    # A run.json of version 2 journaled each search behaviour: resumed only as today's.
+    check_flags(info.flags, k=info.options.k, file=folder / "run.json", run_id=run_id)
     bench = load_bench(info.bench_path)
     # The bench digest covers the registry too: check the registry first, to name it.
     if bench.registry.digest != info.registry_digest:

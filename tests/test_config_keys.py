@@ -130,7 +130,7 @@ def test_two_moves_share_a_tried_key_exactly_when_their_configs_share_a_fingerpr
     registry, incumbent = drawn(data)
     first = data.draw(moves(registry, incumbent))
     second = twin(first) if data.draw(st.booleans()) else data.draw(moves(registry, incumbent))
-    places = Places(registry, jumps=True, near_values=False)
+    places = Places(registry)
     round_ = data.draw(st.sampled_from([0, 2]))
     keys = []
     for move in (first, second):
@@ -195,7 +195,7 @@ def test_the_tried_keys_of_twin_values_follow_their_fingerprints() -> None:
     registry = Registry.model_validate({"name": "r", "settings": {
         "x": {"type": "float", "min": -1.0, "max": 1.0, "default": 0.5}}})
     start = registry.defaults()
-    places = Places(registry, jumps=True, near_values=False)
+    places = Places(registry)
 
     def key(after: Scalar) -> tuple[str, str, str]:
         return places.key(start, Move(target="x", before=0.5, after=after), 0)

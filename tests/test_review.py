@@ -83,7 +83,7 @@ FAKE_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 FAKE_OPTIONS = RunOptions(max_steps=3, patience=2, budget=BudgetSettings(), k=2,
-                          candidates_per_step=4, chunks=4, max_blocks=2, futility_level=0.5)
+                          candidates_per_step=4)
 
 
 def write_fake_run(folder: Path, records: list[dict[str, Any]], *,

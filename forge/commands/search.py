@@ -6,8 +6,9 @@ import contextlib
 import shlex
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +30,10 @@ from forge.proposers import PROPOSERS
 from forge.registry import load_config
 from forge.runtime import runtime_first_moves
 from forge.search.outcome import SearchOutcome
+from forge.search.progress import SearchProgress
+
+if TYPE_CHECKING:
+    from forge.report.live import SearchView
 
 __all__ = ["register", "search_command"]
 
@@ -77,7 +82,6 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
-    from forge.launch import launch_search, resume_search
     from forge.report.live import SearchView, live_progress
 
     if executor is not None:
@@ -94,37 +98,16 @@ def search_command(
         # The journaled executor, unless the command line names one.
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
-        if progress is not None:
-            progress.resume = _command("search --resume", resume, journals)
-        with _resumable(resume, journals):
-            outcome = resume_search(resume, journals=journals, on_record=view.on_record,
-                                    executor=chosen, progress=progress)
+        outcome = _resume(resume, journals, view, progress, chosen)
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
-        bench = load_bench(bench_path)
-        start = load_config(config_file, bench.registry) if config_file else None
-        first = None
-        if from_runtime is not None:
-            first = runtime_first_moves(from_runtime, bench.registry, start or bench.defaults)
-            (err if as_json else out).print(
-                f"runtime journal {from_runtime}: {len(first)} move(s) first in the queue"
-                + (": " + ", ".join(str(m) for m in first) if first else ""),
-                highlight=False, markup=False, soft_wrap=True)
-        # Chosen here, so that an interruption can name the run to resume.
-        run_id = run_id or new_run_id(bench.name)
-        if progress is not None:
-            progress.resume = _command("search --resume", run_id, journals)
-        with _resumable(run_id, journals):
-            outcome = launch_search(bench, start=start, max_steps=max_steps,
-                                    patience=patience, budget_rollouts=budget_rollouts, k=k,
-                                    seed=seed, proposer=proposer,
-                                    candidates_per_step=candidates, run_id=run_id,
-                                    journals=journals, first_moves=first,
-                                    on_record=view.on_record,
-                                    executor=bench.executor_settings(executor, workers,
-                                                                     ray_address),
-                                    progress=progress)
+        outcome = _launch(_Launch(
+            bench_path=bench_path, config_file=config_file, max_steps=max_steps,
+            patience=patience, budget_rollouts=budget_rollouts, proposer=proposer,
+            executor=executor, workers=workers, ray_address=ray_address, k=k,
+            candidates=candidates, seed=seed, run_id=run_id, journals=journals,
+            from_runtime=from_runtime, as_json=as_json), view, progress)
     if as_json:
         view.failures(outcome)  # on stderr, with the decisions
         print_json(outcome.as_json())
@@ -135,6 +118,70 @@ def search_command(
         # The search journaled its stop; the exit says it could not start.
         raise StartFailed(outcome.run_id, task_id=failed.task_id, attempt=failed.attempt,
                           stop=failed.stop, error=failed.error, unscored=failed.unscored)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """The command line of a new search."""
+
+    bench_path: Path
+    config_file: Path | None
+    max_steps: int | None
+    patience: int | None
+    budget_rollouts: int | None
+    proposer: str
+    executor: str | None
+    workers: int | None
+    ray_address: str | None
+    k: int | None
+    candidates: int | None
+    seed: int
+    run_id: str | None
+    journals: Path
+    from_runtime: Path | None
+    as_json: bool
+
+
+def _resume(run_id: str, journals: Path, view: SearchView, progress: SearchProgress | None,
+            executor: ExecutorSettings | None) -> SearchOutcome:
+    """``--resume RUN_ID``: the run continued with its journaled options."""
+    from forge.launch import resume_search
+
+    if progress is not None:
+        progress.resume = _command("search --resume", run_id, journals)
+    with _resumable(run_id, journals):
+        return resume_search(run_id, journals=journals, on_record=view.on_record,
+                             executor=executor, progress=progress)
+
+
+def _launch(line: _Launch, view: SearchView, progress: SearchProgress | None) -> SearchOutcome:
+    """A new search of ``line.bench_path``."""
+    from forge.launch import launch_search
+
+    bench = load_bench(line.bench_path)
+    start = load_config(line.config_file, bench.registry) if line.config_file else None
+    first = None
+    if line.from_runtime is not None:
+        first = runtime_first_moves(line.from_runtime, bench.registry,
+                                    start or bench.defaults)
+        (err if line.as_json else out).print(
+            f"runtime journal {line.from_runtime}: {len(first)} move(s) first in the queue"
+            + (": " + ", ".join(str(m) for m in first) if first else ""),
+            highlight=False, markup=False, soft_wrap=True)
+    # Chosen here, so that an interruption can name the run to resume.
+    run_id = line.run_id or new_run_id(bench.name)
+    if progress is not None:
+        progress.resume = _command("search --resume", run_id, line.journals)
+    with _resumable(run_id, line.journals):
+        return launch_search(bench, start=start, max_steps=line.max_steps,
+                             patience=line.patience, budget_rollouts=line.budget_rollouts,
+                             k=line.k, seed=line.seed, proposer=line.proposer,
+                             candidates_per_step=line.candidates, run_id=run_id,
+                             journals=line.journals, first_moves=first,
+                             on_record=view.on_record,
+                             executor=bench.executor_settings(line.executor, line.workers,
+                                                              line.ray_address),
+                             progress=progress)
 
 
 def _next_steps(outcome: SearchOutcome, journals: Path) -> list[tuple[str, str]]:

@@ -15,7 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from forge._files import atomic_write_text, load_versioned_json
 from forge.bench import BudgetSettings
@@ -29,7 +36,10 @@ from forge.secrets import redact
 
 __all__ = [
     "JOURNAL_FORMAT_VERSION",
+    "READABLE_RUN_VERSIONS",
+    "RUN_FORMAT_VERSION",
     "JournalError",
+    "JournaledFlags",
     "RunInfo",
     "RunOptions",
     "load_run",
@@ -41,8 +51,17 @@ __all__ = [
     "write_run",
 ]
 
+#: ``run.json``'s version. 3: ``options`` holds only what a user sets; 2 and 1 also held
+#: a field per search behaviour (:class:`JournaledFlags`), which this forge reads for
+#: review and checks on resume. The journal's records keep their own version.
+RUN_FORMAT_VERSION: Literal[3] = 3
+#: The ``run.json`` versions this forge reads.
+READABLE_RUN_VERSIONS = (*READABLE_VERSIONS, RUN_FORMAT_VERSION)
+
+
 class RunOptions(BaseModel):
-    """How a run searches (``run.json``'s ``options``); a resume searches the same way."""
+    """How a run searches (``run.json``'s ``options``): what its user set. A resume
+    searches the same way."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     max_steps: int
@@ -50,55 +69,6 @@ class RunOptions(BaseModel):
     budget: BudgetSettings
     k: int = Field(ge=1, le=MAX_K)
     candidates_per_step: int
-    chunks: int
-    #: Version 1's racing (extra attempt blocks, futility level); absent from version 2.
-    max_blocks: int | None = None
-    futility_level: float | None = None
-    #: Version 2: the screening level that selects, and whether moves may jump.
-    screen_alpha: float | None = None
-    jumps: bool | None = None
-    #: Version 2, later: precision rounds at a local optimum (absent: none, as before).
-    precision_rounds: int | None = Field(default=None, ge=0, le=8)
-    #: Later still: which passing candidate of a step is confirmed ("best": the largest
-    #: screening effect; absent: the first, as before), and whether a value off the
-    #: candidate moves is tried in the place of the nearest one (absent: no).
-    selection: Literal["first", "best"] | None = None
-    near_values: bool | None = None
-    #: Later again: whether a proposer's move whose place was tried is journaled as it
-    #: is dropped (absent: dropped without a record, as before).
-    near_copy_records: bool | None = None
-    #: And whether a step covering an enum setting screens each of its other choices
-    #: (absent: one, as before).
-    enum_choices: bool | None = None
-    #: And whether a hint leads with its jump (absent: with its step, as before).
-    hint_jumps: bool | None = None
-    #: And whether the improvement gate pairs the val tasks too (absent: dev's alone).
-    pooled_improvement: bool | None = None
-    #: And how many attempts a test task gets at the end (absent: k).
-    test_k: int | None = Field(default=None, ge=1, le=MAX_K)
-    #: And whether a numeric move that passes screening has the farthest value of its
-    #: setting the same way run on its screening attempts, confirmed first where it
-    #: scores no worse on any (absent: no).
-    expansion: bool | None = None
-    #: And whether the memory offers a move a tolerance refused, first, at an incumbent
-    #: that has made room under that tolerance since (absent: no).
-    room_recall: bool | None = None
-    #: And whether a tolerance left open by a confirmation's last look is tested once more
-    #: on a block of fresh attempts, at a reserved share of its level (absent: no).
-    tolerance_extension: bool | None = None
-    #: And whether a sparse 0/1 tolerance with attempts made worse and better is read by
-    #: the netted test, the net rate of attempts made worse (absent: the exact count, as
-    #: before).
-    netted_tolerances: bool | None = None
-    #: And whether a candidate that passed screening waits while other moves are
-    #: screened when the budget left cannot buy its confirmation (absent: no).
-    deferral: bool | None = None
-    #: And whether a confirmation runs its floors once dev and val have passed, before a
-    #: tolerance's further chunks (absent: when every other gate has passed).
-    floors_ahead: bool | None = None
-    #: And whether a search whose start config's first evaluation scored no attempt
-    #: stops there (``start_failed``; absent: it searched on, as before).
-    start_check: bool | None = None
     #: False when the run leaves the test split alone (a library caller's choice; the
     #: CLI always runs it); absent: it runs it, as every run did before this was kept.
     run_test: bool | None = None
@@ -113,21 +83,50 @@ class RunOptions(BaseModel):
     @model_serializer(mode="wrap")
     def _without_absent_info(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for key in ("proposer_info", "max_blocks", "futility_level", "screen_alpha", "jumps",
-                    "precision_rounds", "selection", "near_values", "near_copy_records",
-                    "enum_choices", "hint_jumps", "pooled_improvement", "test_k",
-                    "expansion", "room_recall", "tolerance_extension", "netted_tolerances",
-                    "deferral", "floors_ahead", "start_check", "run_test"):
+        for key in ("proposer_info", "run_test"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out
+
+
+class JournaledFlags(BaseModel):
+    """The search behaviours a ``run.json`` before version 3 journaled in its ``options``,
+    one field each as they were added (absent: the run searched as before that field);
+    this forge always searches as each one's last default did, and resumes such a run
+    only where they agree (:func:`forge.search.options.check_flags`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    chunks: int
+    #: Version 1's racing (extra attempt blocks, futility level).
+    max_blocks: int | None = None
+    futility_level: float | None = None
+    screen_alpha: float | None = None
+    jumps: bool | None = None
+    precision_rounds: int | None = Field(default=None, ge=0, le=8)
+    selection: Literal["first", "best"] | None = None
+    near_values: bool | None = None
+    near_copy_records: bool | None = None
+    enum_choices: bool | None = None
+    hint_jumps: bool | None = None
+    pooled_improvement: bool | None = None
+    test_k: int | None = Field(default=None, ge=1, le=MAX_K)
+    expansion: bool | None = None
+    room_recall: bool | None = None
+    tolerance_extension: bool | None = None
+    netted_tolerances: bool | None = None
+    deferral: bool | None = None
+    floors_ahead: bool | None = None
+    start_check: bool | None = None
+
+
+_FLAGS = frozenset(JournaledFlags.model_fields)
 
 
 class RunInfo(BaseModel):
     """``run.json``: what a run searched, from where, and with which options."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    format_version: int = JOURNAL_FORMAT_VERSION
+    format_version: int = RUN_FORMAT_VERSION
     run_id: str
     bench: str
     bench_path: str
@@ -137,7 +136,29 @@ class RunInfo(BaseModel):
     start_config: dict[str, Any]
     start_fingerprint: str
     options: RunOptions
+    #: An older ``run.json``'s flags, read out of its ``options`` (None: version 3).
+    flags: JournaledFlags | None = None
     created_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flags_apart(cls, data: Any) -> Any:
+        """An older shape's flags, out of ``options`` into :attr:`flags`."""
+        if not isinstance(data, dict) or data.get("format_version") == RUN_FORMAT_VERSION:
+            return data
+        options = data.get("options")
+        if not isinstance(options, dict):
+            return data
+        flags = {k: v for k, v in options.items() if k in _FLAGS}
+        return {**data, "options": {k: v for k, v in options.items() if k not in _FLAGS},
+                "flags": flags}
+
+    @model_serializer(mode="wrap")
+    def _without_flags(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("flags") is None:
+            out.pop("flags", None)
+        return out
 
 
 def run_dir(root: Path, run_id: str) -> Path:
@@ -150,7 +171,7 @@ def new_run_id(bench: str) -> str:
 
 def load_run(folder: Path) -> RunInfo:
     return load_versioned_json(folder / "run.json", RunInfo, error=JournalError,
-                               version=READABLE_VERSIONS, what="run.json",
+                               version=READABLE_RUN_VERSIONS, what="run.json",
                                missing="no such run (run.json not found)")
 
 

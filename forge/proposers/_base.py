@@ -50,8 +50,7 @@ class EvaluatedConfig:
 class SearchView:
     """Everything a proposer may read. ``untried`` holds the incumbent's neighbours
     not yet tried against it, in registry order; ``dev_attempts`` the incumbent's
-    dev attempts. ``rng`` is seeded per step, so proposals are reproducible;
-    ``hint_jumps`` is the run's way of following a hint (see ``ReflectProposer``)."""
+    dev attempts. ``rng`` is seeded per step, so proposals are reproducible."""
 
     registry: Registry
     incumbent: Config
@@ -60,9 +59,6 @@ class SearchView:
     dev_attempts: list[AttemptResult]
     step: int
     rng: random.Random = field(repr=False)
-    #: Whether a hinted numeric move leads with the jump (halfway to the bound) or the
-    #: step; a run journaled before the jump led resumes with the step.
-    hint_jumps: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

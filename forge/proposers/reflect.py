@@ -124,9 +124,8 @@ class ReflectProposer(Proposer):
 
     Signals are taken most frequent first (ties by name, so the order does not
     depend on attempt order); within a signal, its hints in registry order. A numeric
-    hint gives :func:`hinted_jump` and, once that is tried, :func:`hinted_move` (the
-    other way round when ``view.hint_jumps`` is false: a run journaled before the jump
-    led). A move is skipped when the setting is at its bound, when it is not in
+    hint gives :func:`hinted_jump` and, once that is tried, :func:`hinted_move`.
+    A move is skipped when the setting is at its bound, when it is not in
     ``view.untried`` (tried already), or when an earlier signal proposed it. Signals
     without a hint are ignored. Stateless: :meth:`observe` does nothing.
     """
@@ -143,13 +142,10 @@ class ReflectProposer(Proposer):
         chosen: set[Move] = set()
         for signal, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             for target, direction in view.registry.hints.get(signal, {}).items():
-                # The jump first, the step once it is tried (the step first in a run
-                # journaled before: view.hint_jumps false).
-                first, then = ((hinted_jump, hinted_move) if view.hint_jumps
-                               else (hinted_move, hinted_jump))
-                move = first(view.registry, view.incumbent, target, direction)
+                # The jump first, the step once it is tried.
+                move = hinted_jump(view.registry, view.incumbent, target, direction)
                 if move is None or move not in view.untried:
-                    move = then(view.registry, view.incumbent, target, direction)
+                    move = hinted_move(view.registry, view.incumbent, target, direction)
                 if move is None or move not in view.untried or move in chosen:
                     continue
                 chosen.add(move)

@@ -33,13 +33,10 @@ TriedKey = tuple[str, str, str]
 
 
 class Places:
-    """The places and tried-keys of moves against an incumbent (``near_values`` off:
-    every value is its own place, as runs from before near values were)."""
+    """The places and tried-keys of moves against an incumbent."""
 
-    def __init__(self, registry: Registry, *, jumps: bool, near_values: bool) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self.jumps = jumps
-        self.near_values = near_values
 
     def key(self, incumbent: Config, move: Move, round_: int) -> TriedKey:
         """The tried-key of a move that is its own place (a candidate move)."""
@@ -65,12 +62,12 @@ class Places:
         is one (a step or a grid jump) or lies more than half a step from every one, else
         the nearest within half a step."""
         setting = self.registry.settings.get(move.target)
-        if not self.near_values or not isinstance(
+        if not isinstance(
                 setting, IntSetting | FloatSetting) or isinstance(
                 move.after, bool) or not isinstance(move.after, int | float) or not (
                 setting.min <= move.after <= setting.max):
             return move  # not numeric, or illegal (NaN, out of bounds): apply_move says why
-        options = setting_moves(self.registry, incumbent, move.target, jumps=self.jumps)
+        options = setting_moves(self.registry, incumbent, move.target)
         if not options or any(same_value(m.after, move.after) for m in options):
             return move
         if setting.scale == "log":

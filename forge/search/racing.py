@@ -38,12 +38,13 @@ from scipy import stats as _st
 
 from forge.registry import Config
 from forge.results import TaskAttempts, paired_attempts
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.budget import Budget
 from forge.stats.gates import score_deltas
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.task import Task
 
-__all__ = ["RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
+__all__ = ["Beyond", "RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
 
 RaceStatus = Literal["pass", "weak", "futile", "aux", "budget", "worse"]
 #: After a chunk that is not the last, a candidate passes at once below alpha / this.
@@ -81,16 +82,36 @@ def hopeless(t: PairedTest, fraction: float, threshold: float, level: float, *,
     return z_end < float(_st.norm.isf(level))
 
 
+#: Asked after each chunk whether the first ``tasks`` tasks put an auxiliary tolerance
+#: out of reach (it may fetch the start config's attempts on them).
+Beyond = Callable[[int], Fetch[bool]]
+
+
+def _chunk_status(test: PairedTest, inc: TaskAttempts, cand: TaskAttempts, *, seen: int,
+                  total: int, last: bool, alpha: float, min_effect: float
+                  ) -> RaceStatus | None:
+    """How a race stands after a chunk: out (``futile``, ``weak``), in (``pass``), or
+    None to go on."""
+    informative = (test.sd > 0 or seen >= total / 2 or sum(
+        map(len, paired_attempts(inc, cand).values())) >= IDENTICAL_PAIRS)
+    if test.n >= 2 and informative and test.effect <= min_effect:
+        return "futile"
+    if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):
+        return "pass"
+    if not last and test.n >= 2 and informative and hopeless(
+            test, seen / total, min_effect, alpha):
+        return "weak"
+    return None
+
+
 def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
-         chunk: int, k: int, alpha: float, min_effect: float,
-         budget_left: Callable[[], int | None], slack: int,
-         beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+         chunk: int, k: int, alpha: float, min_effect: float, budget: Budget,
+         beyond: Beyond | None = None) -> Fetch[RaceOutcome]:
     """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
 
-    ``budget_left`` says how many rollouts the budget still allows (None: no rollout
-    budget); a chunk starts only while some are left and it overshoots them by at most
-    ``slack``. ``beyond(tasks)`` is asked after each chunk whether the first ``tasks``
-    tasks put an auxiliary tolerance out of reach.
+    A chunk starts only while ``budget`` allows its new rollouts (:meth:`Budget.allows`).
+    ``beyond(tasks)`` is asked after each chunk whether the first ``tasks`` tasks put an
+    auxiliary tolerance out of reach.
     """
     attempts = range(k)
     used_before = rollouts.used
@@ -103,34 +124,26 @@ def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequen
     for index, tasks in enumerate(chunks):
         need = (rollouts.unrequested(candidate, "dev", tasks, attempts)
                 + rollouts.unrequested(incumbent, "dev", tasks, attempts))
-        left = budget_left()
-        if need and left is not None and (left <= 0 or need > left + slack):
+        if not budget.allows(need):
             status = "budget"
             break
-        got_inc = rollouts.get(incumbent, "dev", "dev", tasks, attempts)
-        got_cand = rollouts.get(candidate, "dev", "dev", tasks, attempts)
+        got_inc = yield from rollouts.fetch(incumbent, "dev", "dev", tasks, attempts)
+        got_cand = yield from rollouts.fetch(candidate, "dev", "dev", tasks, attempts)
         served += sum(len(v) for v in got_inc.values()) + sum(len(v) for v in got_cand.values())
         inc, cand = inc.merged(got_inc), cand.merged(got_cand)
         seen += len(tasks)
         test = paired_test(list(score_deltas(inc, cand).values()), alpha=alpha,
                            threshold=min_effect)
-        last = index == len(chunks) - 1
-        informative = (test.sd > 0 or seen >= len(order) / 2 or sum(
-            map(len, paired_attempts(inc, cand).values())) >= IDENTICAL_PAIRS)
-        if test.n >= 2 and informative and test.effect <= min_effect:
-            status = "futile"
+        verdict = _chunk_status(test, inc, cand, seen=seen, total=len(order),
+                                last=index == len(chunks) - 1, alpha=alpha,
+                                min_effect=min_effect)
+        if verdict is not None:
+            status = verdict
             break
-        if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):
-            status = "pass"
-            break
-        if not last and test.n >= 2 and informative and hopeless(
-                test, seen / len(order), min_effect, alpha):
-            status = "weak"
-            break
-        if beyond is not None and beyond(seen):
+        if beyond is not None and (yield from beyond(seen)):
             status = "aux"
             break
-    if status == "pass" and beyond is not None and beyond(seen):
+    if status == "pass" and beyond is not None and (yield from beyond(seen)):
         status = "aux"
     # Counted after the last ``beyond``: it may run the start config's attempts on the
     # tasks raced, and those belong to this candidate's record too.
@@ -155,8 +168,8 @@ def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
 
 def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Config,
              order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
-             alpha: float, min_effect: float, budget_left: Callable[[], int | None],
-             slack: int, beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+             alpha: float, min_effect: float, budget: Budget, beyond: Beyond | None = None
+             ) -> Fetch[RaceOutcome]:
     """Run ``farther`` on the tasks and attempts ``screened`` (``nearer``'s race against
     ``incumbent``) read, its first task and then a chunk at a time: ``pass`` when it
     scored at least as well as ``nearer`` on every attempt, ``worse`` as soon as one
@@ -174,19 +187,17 @@ def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Con
     cuts = sorted({0, 1, *range(chunk, len(raced), chunk), len(raced)}) if raced else []
     for lo, hi in itertools.pairwise(cuts):
         tasks = raced[lo:hi]
-        need = rollouts.unrequested(farther, "dev", tasks, attempts)
-        left = budget_left()
-        if need and left is not None and (left <= 0 or need > left + slack):
+        if not budget.allows(rollouts.unrequested(farther, "dev", tasks, attempts)):
             status = "budget"
             break
-        got = rollouts.get(farther, "dev", "dev", tasks, attempts)
+        got = yield from rollouts.fetch(farther, "dev", "dev", tasks, attempts)
         served += sum(len(v) for v in got.values())
         cand = cand.merged(got)
         seen += len(tasks)
         if _below(got, rollouts.peek(nearer, "dev", tasks, attempts)):
             status = "worse"
             break
-        if beyond is not None and beyond(seen):
+        if beyond is not None and (yield from beyond(seen)):
             status = "aux"
             break
     test = paired_test(list(score_deltas(rollouts.peek(incumbent, "dev", raced[:seen],

@@ -29,7 +29,8 @@ from forge.bench import Bench
 from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, Gate, ScreenBlock
 from forge.proposers import Proposal
 from forge.registry import Config
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.budget import Budget
 from forge.search.memory import MoveMemory, MoveNote, Outcome
 from forge.search.racing import RaceOutcome, no_worse, race
 from forge.stats.gates import aux_text, metric_deltas, regression_allowance, regressions
@@ -82,8 +83,7 @@ class Screening:
 
     def __init__(self, *, bench: Bench, rollouts: Rollouts, start: Config, memory: MoveMemory,
                  order: list[Task], chunk: int, k: int, alpha: float,
-                 budget_left: Callable[[], int | None], slack: int,
-                 emit: Callable[[AnyRecord], Any], totals: Callable[[], dict[str, float]],
+                 budget: Budget, emit: Callable[[AnyRecord], Any],
                  standing: Callable[[str], float]) -> None:
         self.bench = bench
         self.rollouts = rollouts
@@ -93,23 +93,22 @@ class Screening:
         self.chunk = chunk
         self.k = k
         self.alpha = alpha
-        self.budget_left = budget_left
-        self.slack = slack
+        self.budget = budget
         self.emit = emit
-        self.totals = totals
         # The incumbent's regression of a metric against the start (0 for the start).
         self.standing = standing
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
-            head: partial[CandidateRecord], *, attempts: int | None = None) -> Screen | None:
+            head: partial[CandidateRecord], *, attempts: int | None = None
+            ) -> Fetch[Screen | None]:
         """The candidate's screen on ``attempts`` attempts a task (K unless a precision
         round asks for more); every outcome but a pass is journaled here. None when the
         budget did not allow even the first chunk (journaled as skipped)."""
         gates = self.bench.spec.gates
-        outcome = race(self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
-                       k=attempts or self.k, alpha=self.alpha, min_effect=gates.min_effect,
-                       budget_left=self.budget_left, slack=self.slack,
-                       beyond=lambda tasks: bool(self.beyond(candidate, tasks)))
+        outcome = yield from race(
+            self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
+            k=attempts or self.k, alpha=self.alpha, min_effect=gates.min_effect,
+            budget=self.budget, beyond=lambda tasks: self._broken(candidate, tasks))
         screen = Screen(proposal, candidate, outcome)
         t = outcome.test
         common = self._common(screen)
@@ -128,7 +127,7 @@ class Screening:
             self.memory.record(move, MoveNote(step, incumbent.fingerprint, kind, t.effect,
                                               outcome.se))
             return screen
-        refused = self._past_tolerance(step, incumbent, screen, head, common)
+        refused = yield from self._past_tolerance(step, incumbent, screen, head, common)
         if refused is not None:
             return refused
         held = self.held_back(screen)
@@ -142,7 +141,7 @@ class Screening:
 
     def expand(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
                head: partial[CandidateRecord], nearer: Screen, *, attempts: int | None = None
-               ) -> Screen | None:
+               ) -> Fetch[Screen | None]:
         """An expansion of ``nearer``'s passing move (:func:`forge.moves.expansion`), run
         by :func:`~forge.search.racing.no_worse` on the tasks and attempts ``nearer``'s race
         read. It passes only when it scores at least as well on every attempt and its
@@ -152,12 +151,11 @@ class Screening:
         # Held to the estimate, not the 80% bound: a farther value is only worth its
         # confirmation's share of the level if it likely keeps every tolerance, since
         # the nearer value stands without it.
-        outcome = no_worse(self.rollouts, incumbent, nearer.candidate, candidate,
-                           self.order, nearer.race, chunk=self.chunk, k=attempts or self.k,
-                           alpha=self.alpha, min_effect=self.bench.spec.gates.min_effect,
-                           budget_left=self.budget_left, slack=self.slack,
-                           beyond=lambda tasks: bool(self.beyond(candidate, tasks,
-                                                                 confidence=0.5)))
+        outcome = yield from no_worse(
+            self.rollouts, incumbent, nearer.candidate, candidate, self.order, nearer.race,
+            chunk=self.chunk, k=attempts or self.k, alpha=self.alpha,
+            min_effect=self.bench.spec.gates.min_effect, budget=self.budget,
+            beyond=lambda tasks: self._broken(candidate, tasks, confidence=0.5))
         screen = Screen(proposal, candidate, outcome)
         common = self._common(screen)
         if outcome.status == "budget":
@@ -171,8 +169,9 @@ class Screening:
                 f"{outcome.tasks} tasks run)")], **common))
             return screen
         if outcome.status == "aux":  # no_worse checked every chunk: journal the refusal
-            return self._past_tolerance(step, incumbent, screen, head, common,
-                                        confidence=0.5) or screen
+            refused = yield from self._past_tolerance(step, incumbent, screen, head, common,
+                                                      confidence=0.5)
+            return refused or screen
         return screen
 
     def _common(self, screen: Screen) -> dict[str, Any]:
@@ -180,7 +179,7 @@ class Screening:
         outcome = screen.race
         return {"candidate": screen.candidate.fingerprint, "rollouts": outcome.rollouts,
                 "reused": outcome.reused, "tasks_screened": outcome.tasks,
-                "dev": DevBlock(screen=screen.block), **self.totals()}
+                "dev": DevBlock(screen=screen.block), **self.budget.totals()}
 
     def _cut(self, screen: Screen, head: partial[CandidateRecord], common: dict[str, Any]
              ) -> Screen | None:
@@ -190,12 +189,12 @@ class Screening:
 
     def _past_tolerance(self, step: int, incumbent: Config, screen: Screen,
                         head: partial[CandidateRecord], common: dict[str, Any], *,
-                        confidence: float = PRESCREEN_CONFIDENCE) -> Screen | None:
+                        confidence: float = PRESCREEN_CONFIDENCE) -> Fetch[Screen | None]:
         """The screen refused (journaled, remembered) when its data against the start
         config put an auxiliary metric past its tolerance (with ``confidence``, as
         :meth:`beyond`); None when they do not."""
         outcome = screen.race
-        broken = self.beyond(screen.candidate, outcome.tasks, confidence=confidence)
+        broken = yield from self.beyond(screen.candidate, outcome.tasks, confidence=confidence)
         if not broken:
             return None
         t = outcome.test
@@ -211,8 +210,13 @@ class Screening:
             gate=f"aux:{broken[0][0]}", standing=self.standing(broken[0][0])))
         return Screen(screen.proposal, screen.candidate, outcome, "aux")
 
+    def _broken(self, candidate: Config, tasks: int, *,
+                confidence: float = PRESCREEN_CONFIDENCE) -> Fetch[bool]:
+        """Whether :meth:`beyond` finds any tolerance broken (a race's ``beyond``)."""
+        return bool((yield from self.beyond(candidate, tasks, confidence=confidence)))
+
     def beyond(self, candidate: Config, tasks: int, *, confidence: float = PRESCREEN_CONFIDENCE
-               ) -> list[tuple[str, str]]:
+               ) -> Fetch[list[tuple[str, str]]]:
         """The auxiliary metrics that the first ``tasks`` screening tasks put past their
         tolerance against the start config (the lower ``confidence`` bound of the
         regression above the allowance; ``confidence`` 0.5: the point estimate), each
@@ -223,7 +227,7 @@ class Screening:
             return out
         chunk = self.order[:tasks]
         attempts = range(self.k)
-        start = self.rollouts.get(self.start, "dev", "dev", chunk, attempts)
+        start = yield from self.rollouts.fetch(self.start, "dev", "dev", chunk, attempts)
         cand = self.rollouts.peek(candidate, "dev", chunk, attempts)
         for metric, spec in self.bench.spec.metrics.items():
             deltas, before, after = metric_deltas(start, cand, metric)

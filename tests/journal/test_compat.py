@@ -212,19 +212,74 @@ def test_search_json_and_journal_are_the_golden_ones(
         load_golden("run.json"))
 
 
-def test_a_run_journaled_before_precision_rounds_resumes_without_them() -> None:
-    from forge.journal import RunOptions
-    from forge.search.options import SearchOptions
+RUN_JSON = DATA / "run_json"
 
-    options = RunOptions.model_validate(load_golden("run.json")["options"])
-    assert options.precision_rounds == 2
-    old = RunOptions.model_validate(
-        {k: v for k, v in options.model_dump(mode="json").items() if k != "precision_rounds"})
-    assert "precision_rounds" not in old.model_dump(mode="json")  # written back as it was
-    resumed = [SearchOptions.from_journal(o, seed=1, concurrency=1, timeout_s=1.0)
-               for o in (options, old)]
-    # A run from before the rounds existed went to its stop without them: so does its resume.
-    assert [o.precision_rounds for o in resumed] == [2, 0]
+
+@pytest.mark.parametrize("path", [COMPAT / "run.json", RUN_JSON / "v2_todays_flags.json",
+                                  RUN_JSON / "v2_before_start_check.json"])
+def test_a_run_json_of_an_older_shape_loads_for_review(tmp_path: Path, path: Path) -> None:
+    from forge.journal import load_run
+
+    shutil.copy(path, tmp_path / "run.json")
+    info = load_run(tmp_path)
+    # Its flags read out of its options: the options hold what a user sets.
+    journaled = json.loads(path.read_text(encoding="utf-8"))["options"]
+    assert info.flags is not None and info.flags.chunks == journaled["chunks"]
+    assert info.options.k == journaled["k"]
+    assert "chunks" not in info.options.model_dump(mode="json")
+
+
+def test_a_run_json_of_today_journals_no_flags(tmp_path: Path) -> None:
+    from forge.journal import load_run, write_run
+    from forge.journal.run import RUN_FORMAT_VERSION
+
+    shutil.copy(RUN_JSON / "v2_todays_flags.json", tmp_path / "run.json")
+    info = load_run(tmp_path).model_copy(update={"format_version": RUN_FORMAT_VERSION,
+                                                  "flags": None})
+    write_run(tmp_path / "new", info)
+    written = json.loads((tmp_path / "new" / "run.json").read_text(encoding="utf-8"))
+    assert written["format_version"] == 3 and "flags" not in written
+    assert "start_check" not in written["options"]
+    assert load_run(tmp_path / "new") == info
+
+
+def _old_run(journals: Path, changes: dict[str, Any], drop: str | None = None) -> Path:
+    """The killed golden run (tests/data/store_v1) with its version-2 run.json, today's
+    flags but for ``changes`` (and ``drop``, absent)."""
+    folder = Path(shutil.copytree(STORE_V1, journals / "golden"))
+    info = json.loads((RUN_JSON / "v2_todays_flags.json").read_text(encoding="utf-8"))
+    info["bench_path"] = str(BENCH / "bench.yaml")
+    info["options"].update(changes)
+    if drop is not None:
+        del info["options"][drop]
+    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(("changes", "drop", "field"), [
+    ({}, "start_check", "options.start_check"),  # searched on past a failed start
+    ({}, "precision_rounds", "options.precision_rounds"),  # no rounds: before them
+    ({"selection": "first"}, None, "options.selection"),
+    ({"chunks": 5}, None, "options.chunks"),
+    ({"test_k": 8}, None, "options.test_k"),
+])
+def test_an_older_run_that_searched_otherwise_is_not_resumed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any],
+        drop: str | None, field: str) -> None:
+    # This forge searches only as each flag's last default did: the replay of a run that
+    # journaled another behaviour would diverge. Refused before anything runs or is written.
+    journals = tmp_path / "journals"
+    folder = _old_run(journals, changes, drop)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(JournalError) as err:
+        resume_search("golden", journals=journals)
+    assert Path(str(err.value.file)) == folder / "run.json"
+    assert err.value.field == field
+    assert "cannot resume golden" in str(err.value)
+    code, out, stderr = run_forge(capsys, "search", "--resume", "golden", "--journals",
+                                  journals)
+    assert_user_error(code, out, stderr, "run.json", field, "cannot resume")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
 # -- (c) a run whose attempt store is plain JSONL (store format 1) ----------------------------
@@ -234,11 +289,10 @@ def test_a_run_with_a_plain_attempt_store_resumes_to_the_golden_decisions_in_its
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The golden search killed after its third record, 100 attempts on file, by the forge
     # of before the compressed store (tests/data/store_v1/make.py).
+    # Its run.json is version 2, flags as today's search (start_check, added after it,
+    # set: its start did not fail); one that differs is refused (test above).
     journals = tmp_path / "journals"
-    folder = Path(shutil.copytree(STORE_V1, journals / "golden"))
-    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    info["bench_path"] = str(BENCH / "bench.yaml")
-    (folder / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    folder = _old_run(journals, {})
     sample = (folder / "attempts.jsonl").read_bytes()
 
     result = run_forge_json(capsys, "search", "--resume", "golden", "--journals", journals,

@@ -23,6 +23,7 @@ from forge.journal import (
     write_run,
 )
 from forge.journal.records import CandidateRecord, Gate, StartRecord, StopRecord
+from forge.journal.run import RUN_FORMAT_VERSION
 from forge.moves import Move
 from forge.secrets import clear_secrets, register_secret
 
@@ -159,7 +160,7 @@ def _info(**changes: Any) -> RunInfo:
         run_id="r1", bench="b", bench_path="/x/bench.yaml", bench_digest="d1",
         registry_digest="d2", seed=7, start_config={"k": 1}, start_fingerprint="f",
         options=RunOptions(max_steps=3, patience=2, budget=BudgetSettings(), k=2,
-                           candidates_per_step=4, chunks=4, max_blocks=2, futility_level=0.5),
+                           candidates_per_step=4),
         created_at=datetime(2025, 1, 2, tzinfo=UTC))
     values.update(changes)
     return RunInfo(**values)
@@ -170,7 +171,7 @@ def test_run_info_round_trip(tmp_path: Path) -> None:
     assert load_run(tmp_path / "r1") == _info()
 
 
-@pytest.mark.parametrize("version", [JOURNAL_FORMAT_VERSION + 1, 0, "1", None, True])
+@pytest.mark.parametrize("version", [RUN_FORMAT_VERSION + 1, 0, "1", None, True])
 def test_load_run_refuses_another_format_version(tmp_path: Path, version: Any) -> None:
     write_run(tmp_path, _info())
     data = json.loads((tmp_path / "run.json").read_text())
@@ -178,7 +179,7 @@ def test_load_run_refuses_another_format_version(tmp_path: Path, version: Any) -
     (tmp_path / "run.json").write_text(json.dumps(data))
     with pytest.raises(JournalError, match="format_version") as err:
         load_run(tmp_path)
-    assert str(JOURNAL_FORMAT_VERSION) in str(err.value)
+    assert str(RUN_FORMAT_VERSION) in str(err.value)
     assert "\n" not in str(err.value)
 
 

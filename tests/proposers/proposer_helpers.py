@@ -48,14 +48,16 @@ def attempt(*signals: str, stop_reason: StopReason = "completed", task_id: str =
 def view(registry: Registry, config: Config | None = None, *, seed: int = 0,
          attempts: Sequence[AttemptResult] = (), untried: Iterable[Move] | None = None,
          history: Sequence[EvaluatedConfig] = (), step: int = 1,
-         hint_jumps: bool = True) -> SearchView:
+         jumps: bool = True) -> SearchView:
     """A view of ``config`` (default: the registry's defaults) with a seeded rng; its
-    untried moves are the search's candidate moves (steps and jumps) unless given."""
+    untried moves are the search's candidate moves (steps and, with ``jumps``, jumps)
+    unless given."""
     incumbent = config if config is not None else registry.defaults()
-    moves = list(untried) if untried is not None else candidate_moves(registry, incumbent)
+    moves = (list(untried) if untried is not None
+             else candidate_moves(registry, incumbent, jumps=jumps))
     return SearchView(registry=registry, incumbent=incumbent, untried=moves,
                       history=list(history), dev_attempts=list(attempts), step=step,
-                      rng=random.Random(seed), hint_jumps=hint_jumps)
+                      rng=random.Random(seed))
 
 
 def random_config(registry: Registry, rng: random.Random) -> Config:

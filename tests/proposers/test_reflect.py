@@ -41,7 +41,7 @@ def moves_of(proposals: list[Any]) -> list[tuple[str, Any, Any]]:
 def test_signals_map_through_hints_most_frequent_first(registry: Registry) -> None:
     attempts = ([attempt("iteration_cap_hit")] * 3 + [attempt("format_error")]
                 + [attempt("no_hint_for_this")] * 6)
-    v = view(registry, attempts=attempts, hint_jumps=False)
+    v = view(registry, attempts=attempts, jumps=False)
     proposals = ReflectProposer().propose(v, 10)
     assert moves_of(proposals) == [("max_iterations", 2, 3), ("strict", False, True)]
     assert proposals[0].proposer == "reflect"
@@ -53,7 +53,7 @@ def test_signals_map_through_hints_most_frequent_first(registry: Registry) -> No
 
 def test_directions_per_setting_type(registry: Registry) -> None:
     attempts = [attempt("context_overflow", "retrieval_miss")] * 2
-    v = view(registry, attempts=attempts, hint_jumps=False)
+    v = view(registry, attempts=attempts, jumps=False)
     proposals = ReflectProposer().propose(v, 10)
     # One signal per attempt twice: a tie, broken by signal name.
     assert moves_of(proposals) == [("search_width", 4, 2),      # log scale: halve
@@ -108,7 +108,7 @@ def test_a_signal_counts_once_per_attempt() -> None:
 
 def test_the_same_move_from_two_signals_is_proposed_once(registry: Registry) -> None:
     attempts = [attempt("iteration_cap_hit", "loop_detected")] * 2 + [attempt("loop_detected")]
-    proposals = ReflectProposer().propose(view(registry, attempts=attempts, hint_jumps=False),
+    proposals = ReflectProposer().propose(view(registry, attempts=attempts, jumps=False),
                                           10)
     assert moves_of(proposals) == [("max_iterations", 2, 3)]
     assert "loop_detected in 3 of 3" in proposals[0].reason  # the stronger signal names it
@@ -144,10 +144,6 @@ def test_a_hint_leads_with_the_jump_halfway_to_the_bound_then_the_step(
                       if m not in tried])
     assert moves_of(ReflectProposer().propose(v, 10)) == [
         ("max_iterations", 2, 3), ("search_width", 4, 2), ("temperature", 0.7, 0.6)]
-    # A run journaled before this leads with the step, and then jumps.
-    old = ReflectProposer().propose(view(registry, attempts=attempts, hint_jumps=False), 10)
-    assert moves_of(old) == [("max_iterations", 2, 3), ("search_width", 4, 2),
-                             ("temperature", 0.7, 0.6)]
     # An enum or a bool has no jump: its hint names the move either way.
     enum = [attempt("retrieval_miss", "format_error")]
     assert moves_of(ReflectProposer().propose(view(registry, attempts=enum), 10)) == [

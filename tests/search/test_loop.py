@@ -214,7 +214,7 @@ def assert_no_peeking(outcome: SearchOutcome, marks: Marks) -> None:
     test_calls = Counter(key(c["config"]) for c in calls if c["split"] == "test")
     expected = {key(outcome.start_config), key(outcome.final_config)}
     assert set(test_calls) == expected
-    # test_k (20) attempts a test task, each config: more than the search's k.
+    # TEST_K (20) attempts a test task, each config: more than the search's k.
     assert all(n == N_TEST * 20 for n in test_calls.values())
     assert sum(r["kind"] == "test" for r, _ in marks.at) == 1
 
@@ -677,12 +677,12 @@ def test_tolerances_do_not_add_up_across_moves_and_the_test_check_agrees(
     assert cost["name"] == "aux:cost" and cost["passed"]
     assert cost["details"]["status"] == "within" and cost["reason"].startswith("cost +8.0%")
     assert "start -> final on test, within: cost +8.0%" in " ".join(out.split())
-    # The test split ran 20 attempts a task (test_k), not the search's k, both configs.
+    # The test split ran 20 attempts a task (TEST_K), not the search's k, both configs.
     assert test["k"] == 20 and K < 20
     n_test = len(load_bench(bench).tasks("test"))
     assert sum(c["split"] == "test" for c in read_calls(bench)) == 2 * 20 * n_test
     run = json.loads((tmp_path / "j" / "r" / "run.json").read_text())
-    assert run["options"]["test_k"] == 20
+    assert "test_k" not in run["options"]  # the search's constant, not an option
     capsys.readouterr()
     assert main(["journal", "show", "r", "--journals", str(tmp_path / "j")]) == 0
     assert "within tolerance vs start: cost +8.0%" in " ".join(capsys.readouterr().out.split())

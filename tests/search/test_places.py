@@ -21,10 +21,9 @@ REGISTRY = Registry.model_validate({"name": "t", "settings": {
 START = REGISTRY.defaults()
 
 
-def place(target: str, after: float | int | str, *, near_values: bool = True
-          ) -> float | int | str | bool:
+def place(target: str, after: float | int | str) -> float | int | str | bool:
     before = START.values[target]
-    places = Places(REGISTRY, jumps=True, near_values=near_values)
+    places = Places(REGISTRY)
     return places.place(START, Move(target=target, before=before, after=after)).after
 
 
@@ -45,11 +44,10 @@ def test_a_stepped_setting_and_anything_not_numeric_keep_their_own_place() -> No
     assert place("noise", 0.7) == 0.7
     assert place("noise", 0.35) == 0.35  # off its step: illegal, apply_move says why
     assert place("mode", "b") == "b"
-    assert place("width", 100, near_values=False) == 100  # a run from before
 
 
 def test_the_tried_key_is_the_places_and_an_illegal_move_was_never_tried() -> None:
-    places = Places(REGISTRY, jumps=True, near_values=True)
+    places = Places(REGISTRY)
     near, grid = (Move(target="width", before=64, after=a) for a in (100, 128))
     tried = {places.tried_key(START, grid, 0)}
     assert places.was_tried(START, near, tried, 0)

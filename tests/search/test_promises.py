@@ -18,6 +18,7 @@ see the same random numbers on the same seeds.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Mapping
@@ -33,7 +34,7 @@ from forge.bench import Bench, BudgetSettings, load_bench
 from forge.evaluate import evaluate
 from forge.journal.records import parse_record
 from forge.launch import launch_search
-from forge.moves import Move
+from forge.moves import Move, candidate_moves
 from forge.proposers import Proposal, Proposer, SweepProposer
 from forge.proposers import SearchView as ProposerView
 from forge.registry import Config
@@ -54,8 +55,7 @@ def failing(record: dict[str, Any]) -> list[str]:
 
 
 def run_search(bench: Bench, folder: Path, *, seed: int = 7, **options: Any) -> SearchOutcome:
-    """A search with the sweep proposer and ``options`` beyond the CLI's (jumps,
-    screen_alpha, run_test)."""
+    """A search with the sweep proposer and ``options`` beyond the CLI's (run_test)."""
     folder.mkdir(parents=True)
     settings: dict[str, Any] = {"max_steps": 10, "patience": 3, "budget": BudgetSettings(),
                                 "k": K, "seed": seed, "concurrency": 4, "timeout_s": 10.0,
@@ -84,12 +84,14 @@ TEN_PERCENT = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": 
 
 
 def test_a_start_anchored_tolerance_refuses_the_step_that_would_take_the_path_past_it(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_search_bench(tmp_path / "bench", COMPOUND, registry=COMPOUND_REGISTRY, k=K,
                               metrics=TEN_PERCENT)
     bench = load_bench(path)
     # Steps only, so that the path is level 0 -> 1 -> 2 -> 3 and nothing else.
-    outcome = run_search(bench, tmp_path / "run", jumps=False)
+    monkeypatch.setattr("forge.search.proposals.candidate_moves",
+                        functools.partial(candidate_moves, jumps=False))
+    outcome = run_search(bench, tmp_path / "run")
     assert outcome.promotions == [{"step": s, "target": "level", "before": s - 1, "after": s}
                                   for s in (1, 2)]
     assert outcome.final_config == {"level": 2}
@@ -219,17 +221,15 @@ class InOrder(Proposer):
         """Nothing to learn."""
 
 
-@pytest.mark.parametrize("room_recall", [True, False])
 def test_a_tolerance_refusal_is_offered_again_once_a_promotion_made_room(
-        tmp_path: Path, room_recall: bool) -> None:
+        tmp_path: Path) -> None:
     path = write_search_bench(tmp_path / "bench", ROOM, registry=ROOM_REGISTRY, k=K,
                               metrics=TEN_PERCENT)
     bench = load_bench(path)
     folder = tmp_path / "run"
     folder.mkdir()
     options = SearchOptions(max_steps=3, patience=3, budget=BudgetSettings(), k=K, seed=7,
-                            concurrency=4, timeout_s=10.0, candidates_per_step=1,
-                            enum_choices=False, room_recall=room_recall)
+                            concurrency=4, timeout_s=10.0, candidates_per_step=1)
     # From step 3 the proposer would try other before wide.
     proposer = InOrder({1: ["wide", "lean", "other"], 2: ["lean", "other", "wide"],
                         3: ["other", "wide", "lean"]})
@@ -241,10 +241,6 @@ def test_a_tolerance_refusal_is_offered_again_once_a_promotion_made_room(
     # Step 2: lean, 20% cheaper, promoted: the incumbent now has room under the tolerance.
     assert steps[2]["move"]["target"] == "lean" and steps[2]["verdict"] == "promoted"
     third = steps[3]
-    if not room_recall:
-        # The proposer's order alone.
-        assert third["move"]["target"] == "other" and third["proposer"] == "in-order"
-        return
     # The memory offers wide first, saying why, and it is promoted: 0.96 of the start's
     # cost, within the tolerance, which the end check on test agrees with.
     assert (third["move"]["target"], third["proposer"]) == ("wide", "memory")
@@ -322,7 +318,7 @@ MAX_PROMOTING = 6
 
 @pytest.mark.slow
 def test_searches_on_a_no_effect_bench_promote_nothing_but_for_alpha_of_them(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert st.binom.sf(MAX_PROMOTING, SEARCHES, ALPHA) < 0.005
     # A val margin this wide passes any non-loss: the dev confirmation alone stands
     # between noise and a promotion. Screening at 0.5 selects many candidates for it:
@@ -330,12 +326,13 @@ def test_searches_on_a_no_effect_bench_promote_nothing_but_for_alpha_of_them(
     path = write_search_bench(tmp_path / "bench", NO_EFFECT, registry=NULL_REGISTRY, k=2,
                               tasks=search_tasks(20, 10, 2), gates={"val_margin": 0.5})
     bench = load_bench(path)
+    monkeypatch.setattr("forge.search.loop.SCREEN_ALPHA", 0.5)
     promoting = confirmations = precise = 0
     for seed in range(SEARCHES):
         # Steps enough to try every move and then the precision rounds: the close moves
         # screened again on 2K and 4K attempts a task and confirmed on fresh ones.
         outcome = run_search(bench, tmp_path / f"run{seed}", seed=seed, k=2, max_steps=12,
-                             patience=12, screen_alpha=0.5, run_test=False)
+                             patience=12, run_test=False)
         confirmed = [r for r in candidates(outcome) if r.get("looks") is not None]
         confirmations += len(confirmed)
         precise += sum(r.get("precision_round") is not None for r in confirmed)
@@ -437,15 +434,15 @@ def run(config, task, ctx):
 
 
 def test_a_close_decision_is_screened_again_on_more_attempts_and_confirmed_on_fresh_ones(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     promoted: dict[int, list[dict[str, Any]]] = {0: [], 2: []}
     for seed in range(6):
         for rounds in (0, 2):
             path = write_search_bench(tmp_path / f"b{seed}-{rounds}", SMALL_GAIN,
                                       registry=SMALL_REGISTRY, tasks=search_tasks(40, 30, 2))
+            monkeypatch.setattr("forge.search.loop.PRECISION_ROUNDS", rounds)
             outcome = run_search(load_bench(path), tmp_path / f"run{seed}-{rounds}",
-                                 seed=seed, max_steps=12, patience=12, run_test=False,
-                                 precision_rounds=rounds)
+                                 seed=seed, max_steps=12, patience=12, run_test=False)
             assert outcome.stop_reason == "local_optimum"
             won = [r for r in candidates(outcome) if r["verdict"] == "promoted"]
             promoted[rounds] += won

@@ -16,12 +16,20 @@ import pytest
 from conftest import read_calls, search_tasks, write_search_bench
 
 import forge.search.racing
-from forge.bench import Bench, load_bench
+from forge.bench import Bench, BudgetSettings, load_bench
 from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
 from forge.registry import Config
-from forge.search.attempt_cache import Rollouts
-from forge.search.racing import EARLY_PASS_FACTOR, RaceOutcome, hopeless, no_worse, race
+from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.budget import Budget
+from forge.search.racing import (
+    EARLY_PASS_FACTOR,
+    Beyond,
+    RaceOutcome,
+    hopeless,
+    no_worse,
+    race,
+)
 from forge.session import Session
 from forge.stats.paired import paired_test
 
@@ -92,13 +100,29 @@ Race = Callable[..., RaceOutcome]
 def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> Race:
     """``racer(candidate_level, **race_options)`` against the incumbent, level 0, with no
     rollout budget unless the options give one."""
-    def run(candidate: int, **options: object) -> RaceOutcome:
-        settings: dict[str, object] = {"chunk": CHUNK, "k": K, "alpha": ALPHA,
-                                       "min_effect": 0.0, "budget_left": lambda: None,
-                                       "slack": 0, **options}
-        return race(cache, level(0), level(candidate), bench.tasks("dev"),
-                    **settings)  # type: ignore[arg-type]
+    def run(candidate: int, *, left: int | None = None, slack: int = 0,
+            beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+        return cache.drive(race(cache, level(0), level(candidate), bench.tasks("dev"),
+                                chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
+                                budget=budget(cache, left, slack),
+                                beyond=None if beyond is None else fetched(beyond)))
     return run
+
+
+def budget(cache: Rollouts, left: int | None, slack: int = 0) -> Budget:
+    """A budget with ``left`` rollouts left now (None: no rollout budget); built unchecked,
+    as a bench could not say "0 rollouts" (a spent budget)."""
+    cap = None if left is None else cache.used + left
+    return Budget(BudgetSettings.model_construct(rollouts=cap, cost=None, wall_time_s=None),
+                  cache, slack=slack)
+
+
+def fetched(check: Callable[[int], bool]) -> Beyond:
+    """``check`` as a race's ``beyond``, which may fetch attempts (this one runs its own)."""
+    def beyond(tasks: int) -> Fetch[bool]:
+        yield from ()
+        return check(tasks)
+    return beyond
 
 
 def calls(bench: Bench, level: int) -> list[tuple[str, int]]:
@@ -204,14 +228,14 @@ def test_what_the_last_tolerance_check_runs_is_counted_in_the_race(
 
 def test_a_race_stops_before_a_chunk_the_budget_does_not_allow(racer: Race,
                                                                cache: Rollouts) -> None:
-    nothing = racer(5, budget_left=lambda: 0)
+    nothing = racer(5, left=0)
     assert (nothing.status, nothing.tasks, nothing.rollouts) == ("budget", 0, 0)
-    too_big = racer(5, budget_left=lambda: 2 * CHUNK * K - 1, slack=0)
+    too_big = racer(5, left=2 * CHUNK * K - 1, slack=0)
     assert (too_big.status, too_big.tasks, too_big.rollouts) == ("budget", 0, 0)
     assert cache.used == 0
     # A chunk starts while budget is left and may overshoot it by at most the slack.
     budget = 40
-    out = racer(5, budget_left=lambda: budget - cache.used, slack=2 * CHUNK * K)
+    out = racer(5, left=budget - cache.used, slack=2 * CHUNK * K)
     assert out.status == "budget" and out.tasks == 2 * CHUNK
     assert budget <= cache.used == out.rollouts <= budget + 2 * CHUNK * K
 
@@ -226,7 +250,7 @@ def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
     assert cache.executed == executed + out.tasks * K
     assert len(calls(bench, 0)) == N_DEV * K
     # A race over attempts already asked for needs no budget and counts nothing again.
-    again = racer(3, budget_left=lambda: 0)
+    again = racer(3, left=0)
     assert (again.status, again.rollouts, again.reused) == ("weak", 0, 2 * out.tasks * K)
     assert cache.used == (N_DEV + N_DEV + out.tasks) * K
     assert cache.cost == pytest.approx(0.5 * cache.used)
@@ -241,9 +265,8 @@ def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
     # the nearer value, level 1 is no worse anywhere (and better on the even tasks).
     nearer = racer(5)
     assert nearer.status == "futile" and nearer.tasks == 3 * CHUNK  # half of dev is in
-    out = no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
-                   slack=0)
+    out = cache.drive(no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
     assert out.status == "pass" and out.tasks == nearer.tasks
     assert out.test.effect == pytest.approx(
         paired_test(deltas(1, nearer.tasks), alpha=ALPHA).effect)
@@ -256,24 +279,22 @@ def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows
     assert nearer.status == "pass"
     # Level 3 scores as level 1 on task 0, its first, and below it on tasks 5 and 6 (it
     # loses 5, and level 1 wins 6): the rest of the first chunk shows it.
-    out = no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
-                   slack=0)
+    out = cache.drive(no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
     assert out.status == "worse" and out.tasks == CHUNK
     assert out.rollouts == CHUNK * K
     # Level 2 is below level 1 at once, on its first task (0: level 1 wins it).
-    first = no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
+    first = cache.drive(no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
                      chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
-                     budget_left=lambda: None, slack=0)
+                     budget=budget(cache, None)))
     assert first.status == "worse" and first.tasks == 1 and first.rollouts == K
 
 
 def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
         racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
     nearer = racer(5)
-    out = no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: 0,
-                   slack=0)
+    out = cache.drive(no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, 0)))
     assert out.status == "budget" and out.tasks == 0 and out.rollouts == 0
 
 
@@ -286,9 +307,9 @@ def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
         asked.append(tasks)
         return tasks >= CHUNK
 
-    out = no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget_left=lambda: None,
-                   slack=0, beyond=beyond)
+    out = cache.drive(no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None),
+                   beyond=fetched(beyond)))
     # Asked after its first task and after the rest of the first chunk, where it stops.
     assert asked == [1, CHUNK]
     assert out.status == "aux" and out.tasks == CHUNK

@@ -1,0 +1,355 @@
+"""A step's candidates: each screened, the passing ones confirmed, one at most promoted.
+
+:class:`StepCandidates` is the part of :class:`forge.search.loop.Search` that runs one
+step: it screens the step's proposals in turn (:mod:`forge.search.screening`), and
+confirms those that passed (:mod:`forge.search.confirm`), the largest screening effect
+first, each after its expansion if that passes (the farthest value of its setting the
+same way, screened on its attempts); one the budget left cannot prove waits
+(:mod:`forge.search.deferral`), and each left unconfirmed is journaled as skipped. A
+promotion ends the step; a refusal lets it go on. Which candidate goes first, and which
+waits, is selection only: a confirmation never reads the data that chose it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+from forge.bench import Bench
+from forge.journal.records import (
+    AnyRecord,
+    AuxDetails,
+    CandidateRecord,
+    ConfirmBlock,
+    DevBlock,
+    Gate,
+    ValBlock,
+)
+from forge.moves import Move, apply_move, expansion, move_kind
+from forge.proposers import Proposal
+from forge.proposers._base import EvaluatedConfig, Proposer
+from forge.registry import Config
+from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.budget import Budget
+from forge.search.confirm import Confirmation, ConfirmOutcome
+from forge.search.deferral import Deferrals, Held, confirmation_cost, unrun_share
+from forge.search.memory import MoveMemory, MoveNote
+from forge.search.options import PRECISION_ROUNDS, SearchOptions
+from forge.search.places import Places, TriedKey
+from forge.search.progress import SearchProgress
+from forge.search.screening import Screen, Screening
+from forge.stats.paired import spent_alpha
+from forge.task import Task
+
+__all__ = ["CandidateHead", "Promoted", "StepCandidates"]
+
+_R = TypeVar("_R", bound=AnyRecord)
+
+#: The fields of every candidate record of one proposal; called with the rest.
+CandidateHead = partial[CandidateRecord]
+#: A promotion: the move, and the config it made the incumbent.
+Promoted = tuple[Move, Config]
+
+
+class StepCandidates:
+    """Screening and confirming a step's candidates (a part of the search's state)."""
+
+    bench: Bench
+    start: Config
+    proposer: Proposer
+    options: SearchOptions
+    rollouts: Rollouts
+    screening: Screening
+    budget: Budget
+    deferrals: Deferrals
+    memory: MoveMemory
+    places: Places
+    progress: SearchProgress
+    standing: dict[str, float]
+    alpha: float
+    dev_order: list[Task]
+    val_order: list[Task]
+    chunk: int
+    val_chunk: int
+    round: int
+    _confirmations: int
+
+    def _emit(self, record: _R) -> _R:
+        raise NotImplementedError
+
+    @property
+    def attempts(self) -> int:
+        """Attempts a task a screening of this precision round runs."""
+        return self.options.k << self.round
+
+    def head(self, step: int, incumbent: Config, proposal: Proposal) -> CandidateHead:
+        move = proposal.move
+        self.progress.screening(move, proposer=proposal.proposer)
+        extra: dict[str, Any] = {"precision_round": self.round} if self.round else {}
+        return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
+                       move_kind=move_kind(self.bench.registry, move),
+                       proposer=proposal.proposer, reason=proposal.reason,
+                       incumbent=incumbent.fingerprint, **extra)
+
+    def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
+              tried: set[TriedKey], history: list[EvaluatedConfig]) -> Fetch[Promoted | None]:
+        """Screen the proposals in order, then confirm the passing ones, the largest
+        screening effect first (with little budget left, each as soon as it passes). A
+        promotion ends the step, a refusal lets it go on."""
+        passed: list[tuple[Screen, CandidateHead]] = []
+        for proposal in proposals:
+            due = self.deferrals.due(self._cost(incumbent), self.budget.left(),
+                                     2 * self.chunk * self.attempts)
+            if due:
+                promoted = yield from self._confirm_deferred(step, incumbent, tried, history,
+                                                             due)
+                if promoted is not None or self.budget.spent:
+                    return promoted
+            head = self.head(step, incumbent, proposal)
+            screened = self._passing((yield from self._screen(step, incumbent, proposal, head,
+                                                              tried, history)))
+            if screened is None:
+                if self.budget.spent:
+                    break
+                continue
+            passed.append((screened, head))
+            if not self._room_to_compare():
+                promoted = yield from self._confirm_passed(step, incumbent, passed, tried,
+                                                           history)
+                if promoted is not None or self.budget.spent:
+                    return promoted
+                passed = []
+        return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
+
+    def _passing(self, screened: Screen | Literal[False] | None) -> Screen | None:
+        """``screened`` if it passed; else None, and the budget marked spent where it cut
+        the screening short."""
+        if screened is False:
+            return None
+        if screened is None or screened.status == "budget":
+            self.budget.cut_short()
+        if screened is not None and screened.status != "pass":
+            return None
+        return screened
+
+    def _screen(self, step: int, incumbent: Config, proposal: Proposal,
+                head: CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
+                origin: Screen | None = None) -> Fetch[Screen | Literal[False] | None]:
+        """``proposal``'s screening (None: the budget allowed not even a chunk); False
+        for a proposal journaled as illegal or already tried, which screens nothing. An
+        expansion of ``origin``'s move is screened against ``origin`` attempt for
+        attempt (:meth:`~forge.search.screening.Screening.expand`)."""
+        try:
+            candidate = apply_move(self.bench.registry, incumbent, proposal.move)
+        except Exception as exc:  # an illegal proposal is journaled, never applied
+            self._emit(head(verdict="rejected", gates=[
+                Gate(name="legal", passed=False, reason=str(exc))]))
+            return False
+        key = self.places.tried_key(incumbent, proposal.move, self.round)
+        if key in tried:
+            self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
+                            why="already tried against this incumbent"))
+            return False
+        tried.add(key)
+        screened = yield from (
+            self.screening.run(step, incumbent, proposal, candidate, head,
+                               attempts=self.attempts) if origin is None else
+            self.screening.expand(step, incumbent, proposal, candidate, head, origin,
+                                  attempts=self.attempts))
+        if screened is not None and screened.tasks >= min(self.chunk, len(self.dev_order)):
+            # The first chunk is the same tasks and seeds for every config screened (an
+            # expansion dropped at its first task has no mean to compare).
+            first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
+                                       range(self.options.k))
+            if first.mean_score is not None:
+                history.append(EvaluatedConfig(candidate.values, candidate.fingerprint,
+                                               first.mean_score, len(first)))
+                self.proposer.observe(candidate, first.mean_score,
+                                      self.screening.constraints(candidate))
+        return screened
+
+    def _expanded(self, step: int, incumbent: Config, screened: Screen,
+                  tried: set[TriedKey], history: list[EvaluatedConfig]
+                  ) -> Fetch[tuple[Screen, CandidateHead] | None]:
+        """The expansion of ``screened``'s numeric move, screened just before that move's
+        confirmation (so only for a candidate about to be confirmed): returned when it
+        passed, to be confirmed first; None when none, tried, or refused (journaled)."""
+        move = screened.proposal.move
+        further = expansion(self.bench.registry, move)
+        if further is None or self.places.was_tried(incumbent, further, tried, self.round):
+            return None
+        proposal = Proposal(move=further, proposer="expansion", reason=(
+            f"{move.target} {move.before!r} -> {move.after!r} passed screening "
+            f"({screened.test.effect:+.3f}): the farthest value the same way goes first "
+            "if it scores at least as well on every screening attempt"))
+        head = self.head(step, incumbent, proposal)
+        result = self._passing((yield from self._screen(step, incumbent, proposal, head,
+                                                        tried, history, screened)))
+        return None if result is None else (result, head)
+
+    def _room_to_compare(self) -> bool:
+        """Whether the budget leaves room to screen the rest of a step before confirming
+        one that passed: twice a confirmation on every dev and val task (candidate and
+        incumbent). With less, the first to pass is confirmed at once: at 2k rollouts on
+        triage, screening the whole step first left no confirmation room in 10 of 10."""
+        full = 2 * (len(self.dev_order) + len(self.val_order)) * self.attempts
+        return self.budget.holds(2 * full)
+
+    def _cost(self, incumbent: Config) -> Callable[[Screen], float]:
+        """What a confirmation against ``incumbent`` projects to cost
+        (:mod:`forge.search.deferral`) of a screened candidate."""
+        attempts = (range(self.attempts, 2 * self.attempts) if self.round
+                    else range(self.attempts))
+        level = spent_alpha(self._confirmations + 1, self.alpha)
+
+        def cost(screened: Screen) -> float:
+            # A precision round's confirmation reads every dev task on fresh attempts.
+            dev = self.dev_order if self.round else self.dev_order[screened.tasks:]
+            unrun = unrun_share(self.rollouts, incumbent, dev, self.val_order, attempts)
+            return confirmation_cost(screened, level=level,
+                                     min_effect=self.bench.spec.gates.min_effect,
+                                     attempts=self.attempts, unrun=unrun)
+        return cost
+
+    def _confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
+                          history: list[EvaluatedConfig], due: list[Held] | None = None
+                          ) -> Fetch[Promoted | None]:
+        """Confirm the ``due`` deferred candidates (default: all of them)."""
+        items = self.deferrals.take() if due is None else due
+        return (yield from self._confirm_passed(step, incumbent, items, tried, history,
+                                                deferred=True))
+
+    def _drop_deferred(self, why: str) -> None:
+        for screened, head in self.deferrals.take():
+            self._skip(screened, head, why)
+
+    def _skip(self, screened: Screen, head: CandidateHead, why: str) -> None:
+        """Journal a candidate that passed screening and was not confirmed, with its
+        screening and what it cost."""
+        self._emit(head(
+            verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
+            why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
+            dev=DevBlock(screen=screened.block), rollouts=screened.rollouts,
+            tasks_screened=screened.tasks, screening_rollouts=screened.rollouts,
+            **self.budget.totals()))
+
+    def _confirm_passed(self, step: int, incumbent: Config,
+                        passed: list[tuple[Screen, CandidateHead]], tried: set[TriedKey],
+                        history: list[EvaluatedConfig], *, deferred: bool = False
+                        ) -> Fetch[Promoted | None]:
+        """Confirm ``passed``, the largest screening effect first, until one is promoted
+        or the budget is out, each after its expansion if that passes (:meth:`_expanded`);
+        each the budget left cannot prove is deferred (unless these are the ``deferred``);
+        each left unconfirmed is journaled as skipped, with its screening and its
+        rollouts."""
+        promoted: Promoted | None = None
+        extended: Screen | None = None  # the candidate whose expansion was promoted
+        # Selection only: the confirmation never reads screening data, so which passing
+        # candidate goes first, and which waits, costs its error guarantee nothing.
+        for screened, head in sorted(passed, key=lambda item: -item[0].test.effect):
+            why = (None if deferred or promoted is not None or self.budget.spent
+                   else self.deferrals.hold(screened, self._cost(incumbent),
+                                            self.budget.left()))
+            if why is not None:
+                self.deferrals.add(screened, head, why)
+                continue
+            if promoted is None and not self.budget.spent:
+                expanded = yield from self._expanded(step, incumbent, screened, tried, history)
+                if expanded is not None:
+                    promoted = self._confirm_one(step, incumbent, *expanded)
+                    extended = screened if promoted is not None else None
+            if promoted is not None or self.budget.spent:
+                self._skip(screened, head, _unconfirmed(promoted, extended is screened))
+                continue
+            promoted = self._confirm_one(step, incumbent, screened, head)
+        return promoted
+
+    def _confirm_one(self, step: int, incumbent: Config, screened: Screen,
+                     head: CandidateHead) -> Promoted | None:
+        self.progress.confirming(screened.proposal.move, screened.candidate,
+                                 proposer=screened.proposal.proposer)
+        promoted = self._confirm(step, incumbent, screened, head)
+        if promoted is not None:
+            self.progress.promotions += 1
+        return promoted
+
+    def _confirm(self, step: int, incumbent: Config, screened: Screen, head: CandidateHead
+                 ) -> Promoted | None:
+        self._confirmations += 1
+        level = spent_alpha(self._confirmations, self.alpha)
+        outcome = Confirmation(
+            self.rollouts, self.bench, incumbent=incumbent, start=self.start,
+            candidate=screened.candidate, level=level, dev_order=self.dev_order,
+            screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
+            val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self.budget.left,
+            slack=self.budget.slack,
+            fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
+            pooled=True, extension=self._extension(), netted=True, floors_ahead=True).run()
+        self._record(head, screened, outcome, level)
+        if outcome.status == "budget":
+            self.budget.cut_short()
+            return None
+        self._remember(step, incumbent, screened, outcome)
+        return (screened.proposal.move, screened.candidate) if outcome.status == "promoted" \
+            else None
+
+    def _remember(self, step: int, incumbent: Config, screened: Screen,
+                  outcome: ConfirmOutcome) -> None:
+        """What the memory keeps of a decided confirmation, and, on a promotion, the new
+        incumbent's standing against the start on each tolerance."""
+        move = screened.proposal.move
+        if outcome.status != "promoted":
+            failing = next((g for g in outcome.gates if not g.passed), None)
+            gate = failing.name if failing else "dev"
+            self.memory.record(move, MoveNote(
+                step, incumbent.fingerprint, "refused", screened.test.effect, screened.se,
+                gate=gate, standing=(self.standing.get(gate[4:], 0.0)
+                                     if gate.startswith("aux:") else None)))
+            return
+        self.memory.record(move, MoveNote(step, incumbent.fingerprint, "promoted",
+                                          screened.test.effect, screened.se))
+        for metric, info in outcome.aux.items():
+            spec = self.bench.spec.metrics[metric]
+            before, after = info.get("before"), info.get("after")
+            if isinstance(before, int | float) and isinstance(after, int | float):
+                sign = 1.0 if spec.direction == "lower" else -1.0
+                self.standing[metric] = sign * (float(after) - float(before))
+
+    def _extension(self) -> range:
+        """The attempts a confirmation's extension block runs: past every index a
+        selection of any precision round reads (``k << PRECISION_ROUNDS``) and this
+        confirmation's own, so that none of the data that chose a candidate decides it."""
+        first = max(2 * self.attempts, self.options.k << PRECISION_ROUNDS)
+        return range(first, first + self.attempts)
+
+    def _record(self, head: CandidateHead, screened: Screen, outcome: ConfirmOutcome,
+                level: float) -> None:
+        verdict = {"promoted": "promoted", "rejected": "rejected", "budget": "skipped"}[
+            outcome.status]
+        confirm = None
+        if outcome.dev:
+            confirm = ConfirmBlock.model_validate({
+                **outcome.dev, "level": level, "index": self._confirmations, "stream": "dev",
+                **({"splits": ["dev", "val"]} if outcome.pooled else {})})
+        self._emit(head(
+            verdict=verdict, candidate=screened.candidate.fingerprint,
+            dev=DevBlock(screen=screened.block, confirm=confirm, before=outcome.dev_means[0],
+                         after=outcome.dev_means[1]),
+            val=None if outcome.val is None else ValBlock.model_validate(outcome.val),
+            aux={m: AuxDetails.model_validate(d) for m, d in outcome.aux.items()},
+            gates=[Gate.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,
+            rollouts=screened.rollouts + outcome.rollouts, tasks_screened=screened.tasks,
+            screening_rollouts=screened.rollouts, looks=outcome.looks,
+            why="budget spent during confirmation" if outcome.status == "budget" else None,
+            **self.budget.totals()))
+
+
+def _unconfirmed(promoted: Promoted | None, by_expansion: bool) -> str:
+    """Why a candidate that passed screening was skipped by its step's confirmations."""
+    if promoted is None:
+        return "budget spent before its confirmation"
+    if by_expansion:
+        return (f"this step promoted {promoted[0].target} {promoted[0].after!r}, farther "
+                "the same way and no worse on any screening attempt")
+    return "this step promoted a candidate of larger screening effect"

@@ -1,0 +1,83 @@
+"""What a search may still spend, asked in one place (``forge.search.budget.Budget``).
+
+A batch runs only while some rollouts are left and it overshoots them by at most the
+slack (one chunk of two configs); a block run whole or not at all must fit with no
+slack; a decision cut short spends the budget; cost and wall time stop the search too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import pytest
+
+from forge.bench import BudgetSettings
+from forge.search.attempt_cache import Rollouts
+from forge.search.budget import Budget
+
+
+@dataclass
+class Spent:
+    """What the budget reads of the attempt cache: rollouts and cost counted so far."""
+
+    used: int = 0
+    cost: float = 0.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def budget(spent: Spent, *, rollouts: int | None = None, cost: float | None = None,
+           wall_time_s: float | None = None, slack: int = 0, clock: Clock | None = None
+           ) -> Budget:
+    settings = BudgetSettings(rollouts=rollouts, cost=cost, wall_time_s=wall_time_s)
+    return Budget(settings, cast(Rollouts, spent), slack=slack, clock=clock or Clock())
+
+
+def test_without_a_rollout_budget_everything_is_allowed() -> None:
+    b = budget(Spent(used=10**6))
+    assert b.left() is None and b.allows(10**6) and b.holds(10**6)
+    assert b.stop_reason() is None
+
+
+def test_a_batch_runs_while_some_is_left_and_overshoots_by_at_most_the_slack() -> None:
+    spent = Spent(used=90)
+    b = budget(spent, rollouts=100, slack=20)
+    assert b.left() == 10
+    assert b.allows(30) and not b.allows(31)  # 10 left + 20 slack
+    assert not b.holds(11) and b.holds(10)  # a block run whole: no slack
+    spent.used = 100
+    assert b.left() == 0 and not b.allows(1) and b.allows(0)  # nothing new always may
+    spent.used = 120
+    assert b.left() == 0  # never below nothing
+    assert b.stop_reason() == "budget_rollouts"
+
+
+def test_a_decision_cut_short_stops_the_search() -> None:
+    b = budget(Spent(used=1), rollouts=100)
+    assert b.stop_reason() is None and not b.spent
+    b.cut_short()
+    assert b.spent and b.stop_reason() == "budget_rollouts"
+
+
+@pytest.mark.parametrize(("used", "cost", "elapsed", "reason"), [
+    (99, 4.9, 59.0, None),
+    (100, 0.0, 0.0, "budget_rollouts"),
+    (0, 5.0, 0.0, "budget_cost"),
+    (0, 0.0, 60.0, "budget_wall_time"),
+    (100, 5.0, 60.0, "budget_rollouts"),  # rollouts are named first
+])
+def test_the_stop_reason_names_the_first_budget_spent(
+        used: int, cost: float, elapsed: float, reason: str | None) -> None:
+    clock = Clock()
+    b = budget(Spent(used=used, cost=cost), rollouts=100, cost=5.0, wall_time_s=60.0,
+               clock=clock)
+    clock.now += elapsed
+    assert b.stop_reason() == reason
+    assert b.totals() == {"rollouts_total": used, "cost_total": cost, "elapsed_s": elapsed}
