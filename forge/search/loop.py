@@ -66,6 +66,7 @@ from forge.proposers._vet import offered
 from forge.registry import Config, EnumSetting
 from forge.results import TaskAttempts
 from forge.search.attempt_cache import Rollouts
+from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.search.deferral import Deferrals, Held, confirmation_cost, unrun_share
 from forge.search.memory import MoveMemory, MoveNote
@@ -665,17 +666,14 @@ class Search:
                  ) -> tuple[Move, Config] | None:
         self._confirmations += 1
         level = spent_alpha(self._confirmations, self.alpha)
-        outcome = Confirmation(
+        outcome = self.rollouts.drive(Confirmation(
             self.rollouts, self.bench, incumbent=incumbent, start=self.start,
             candidate=screened.candidate, level=level, dev_order=self.dev_order,
             screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
-            val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self._budget_left,
-            slack=self.slack,
+            val_look_tasks=self.val_chunk, k=self.options.k,
+            budget=Budget(self.options.budget, self.rollouts, slack=self.slack),
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
-            pooled=self.options.pooled_improvement,
-            extension=self._extension() if self.options.tolerance_extension else None,
-            netted=self.options.netted_tolerances,
-            floors_ahead=self.options.floors_ahead).run()
+            extension=self._extension() if self.options.tolerance_extension else None).run())
         self._record(head, screened, outcome, level)
         move = screened.proposal.move
         if outcome.status == "budget":
