@@ -184,22 +184,20 @@ class Confirmation:
 
     def _next_chunk(self) -> Chunk | None:
         """The next chunk an open gate needs, in the plan's order; None when none is."""
-        tolerances = any(g.open for g in self.aux.values())
         dev_left, val_left = self._dev_i < len(self.dev_plan), self._val_i < len(self.val_plan)
-        if self.dev.open and val_left and (
-                not dev_left
-                or self._val_i * len(self.dev_plan) < self._dev_i * len(self.val_plan)):
-            # Val's chunks keep pace with dev's, so each look of the improvement test
-            # adds tasks of both splits in their proportion.
+        if self.dev.open:
+            if val_left and (not dev_left or self._val_i * len(self.dev_plan)
+                             < self._dev_i * len(self.val_plan)):
+                # Val's chunks keep pace with dev's, so each look of the improvement
+                # test adds tasks of both splits in their proportion.
+                return self._take_val()
+            return self._take_dev() if dev_left else None
+        if not self.dev.passed:
+            return None
+        tolerances = any(g.open for g in self.aux.values())
+        if self.val is not None and val_left and (self.val.open or tolerances):
             return self._take_val()
-        if self.dev.open and dev_left:
-            return self._take_dev()
-        if self.dev.passed and self.val is not None and val_left and (
-                self.val.open or tolerances):
-            return self._take_val()
-        if self.dev.passed and dev_left and tolerances:
-            return self._take_dev()
-        return None
+        return self._take_dev() if dev_left and tolerances else None
 
     def _take_dev(self) -> Chunk:
         self._dev_i += 1
@@ -315,9 +313,9 @@ class Confirmation:
         chunk's attempts (those the looks ran cost nothing again); False when the budget
         does not allow the rest."""
         tags = {floor.tag for floor in self.floors}
-        for look in [*self.dev_plan, *self.val_plan]:
-            tagged = [t for t in look.tasks if tags & set(t.tags)]
-            if tagged and not (yield from self._fetch(look.split, tagged, look.attempts,
+        for chunk in [*self.dev_plan, *self.val_plan]:
+            tagged = [t for t in chunk.tasks if tags & set(t.tags)]
+            if tagged and not (yield from self._fetch(chunk.split, tagged, chunk.attempts,
                                                       [self.cand, self.inc], look=False,
                                                       into=into)):
                 return False
@@ -327,28 +325,34 @@ class Confirmation:
         """The extension block, once, where only tolerances are open: False when there
         is none, it was run, the budget does not hold all of it, or no open tolerance
         could plausibly pass on it."""
-        if (self.extension is None or self.extended or not self._improvement_shown()
+        extension = self.extension
+        if (extension is None or self.extended or not self._improvement_shown()
                 or not any(g.open for g in self.aux.values())):
             return False
         self.extended = True
         plan = [*self.dev_plan, *self.val_plan]
         configs = [self.cand, self.start]
-        need = sum(self.rollouts.unrequested(c, look.split, look.tasks, self.extension)
-                   for look in plan for c in configs)
-        if not self.budget.holds(need):
+        if not self._block_worth(plan, configs, extension):
             return False
-        block = sum(len(look.tasks) for look in plan) * len(self.extension)
-        if not any(self._may_extend(gate, block) for gate in self.aux.values() if gate.open):
-            return False
-        for look in plan:
-            yield from self._fetch(look.split, look.tasks, self.extension, configs,
-                                   look=False)
+        for chunk in plan:
+            yield from self._fetch(chunk.split, chunk.tasks, extension, configs, look=False)
         self.looks += 1
         for metric, gate in self.aux.items():
             if gate.open:
-                gate.extend(self._regressions(metric), len(self.extension))
+                gate.extend(self._regressions(metric), len(extension))
                 self._note(gate)
         return True
+
+    def _block_worth(self, plan: list[Chunk], configs: list[Config], extension: range
+                     ) -> bool:
+        """Whether the budget holds the whole block and an open tolerance may plausibly
+        pass on it (each asked in turn until one may: those asked are marked)."""
+        need = sum(self.rollouts.unrequested(c, chunk.split, chunk.tasks, extension)
+                   for chunk in plan for c in configs)
+        if not self.budget.holds(need):
+            return False
+        block = sum(len(chunk.tasks) for chunk in plan) * len(extension)
+        return any(self._may_extend(gate, block) for gate in self.aux.values() if gate.open)
 
     def _may_extend(self, gate: ToleranceGate, block: int) -> bool:
         may = gate.may_extend(block)
