@@ -67,6 +67,23 @@ class ToleranceReading:
     net_p: float | None = None
     extension_most: int | None = None
 
+    def counted(self, *, attempts: int, regressed: int, most: int, size: float
+                ) -> ToleranceReading:
+        """With the exact test's count: ``regressed`` of ``attempts`` made worse, each by
+        at most ``size``, where ``most`` would pass."""
+        return dataclasses.replace(self, attempts=attempts, regressed=regressed, most=most,
+                                   size=size)
+
+    def netted(self, *, attempts: int, regressed: int, improved: int, size: float,
+               net_p: float) -> ToleranceReading:
+        """With the netted test's counts and p."""
+        return dataclasses.replace(self, attempts=attempts, regressed=regressed,
+                                   improved=improved, size=size, net_p=net_p)
+
+    def skipped(self, most: int) -> ToleranceReading:
+        """Marked as not worth an extension block: its look there would allow ``most``."""
+        return dataclasses.replace(self, extension_most=most)
+
     def record(self) -> dict[str, float | int | str | None]:
         """The fields the record sets: the counts only where a test set them."""
         out: dict[str, float | int | str | None] = {
@@ -96,10 +113,11 @@ class ToleranceGate(SequentialGate):
         self.attempts: list[int] = []
         self.reading: ToleranceReading | None = None
 
-    def read(self, **counts: int | float) -> None:
-        """Add what a test counted to the reading."""
-        assert self.reading is not None
-        self.reading = dataclasses.replace(self.reading, **counts)  # type: ignore[arg-type]
+    @property
+    def read(self) -> ToleranceReading:
+        """The reading of the look under way (a test adds its counts to it)."""
+        assert self.reading is not None, f"{self.name} has read nothing"
+        return self.reading
 
     def test(self, evidence: Regressions) -> Verdict | None:
         """One look: the verdict, or None when it leaves the gate open."""
@@ -154,7 +172,7 @@ class ToleranceGate(SequentialGate):
                                    r.allowed / r.size, self.level)
         if _st.binom.cdf(most - regressed, block, regressed / seen) >= BLOCK_CHANCE:
             return True
-        self.read(extension_most=most)  # the mark of a block skipped for it (exhaust)
+        self.reading = r.skipped(most)  # the mark of a block skipped for it (exhaust)
         return False
 
     def exhaust(self) -> Verdict:

@@ -28,6 +28,7 @@ left of the level; the netted test, like the t-test, once at :data:`EXTENSION_SH
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -152,7 +153,8 @@ class ExactTest:
         seen = gate.attempts[-1]
         most = rare_event_boundary(gate.attempts, gate.fractions, look.allowed / self.size,
                                    gate.level)
-        gate.read(attempts=seen, regressed=self.regressed, most=most, size=self.size)
+        gate.reading = gate.read.counted(attempts=seen, regressed=self.regressed, most=most,
+                                         size=self.size)
         if self.regressed <= most:
             return gate.decide(
                 True, f"{look.text}: worse on {self.regressed} of {seen} paired attempts, "
@@ -171,8 +173,10 @@ class ExactTest:
         attempts = look.evidence.attempts
         most = rare_event_boundary([*gate.attempts, attempts], [*gate.fractions, 1.0],
                                    look.allowed / self.size, gate.level)
-        gate.read(attempts=attempts, regressed=self.regressed, most=most, size=self.size)
-        look.info.update(regressed=self.regressed, most=most, size=self.size)
+        gate.reading = gate.read.counted(attempts=attempts, regressed=self.regressed,
+                                         most=most, size=self.size)
+        look = dataclasses.replace(look, info={**look.info, "regressed": self.regressed,
+                                               "most": most, "size": self.size})
         if self.regressed <= most:
             return gate.decide(
                 True, f"{look.text}: worse on {self.regressed} paired attempts, each by at "
@@ -194,18 +198,18 @@ class NettedTest:
     def _test(self, gate: ToleranceGate, look: ToleranceLook, where: str, *, final: bool
               ) -> Verdict | None:
         p = net_regression_p(self.worse, self.better, self.n, look.allowed / self.size)
-        gate.read(attempts=self.n, regressed=self.worse, improved=self.better,
-                  size=self.size, net_p=p)
-        look.info.update(regressed=self.worse, improved=self.better, size=self.size,
-                         net_p=p)
+        gate.reading = gate.read.netted(attempts=self.n, regressed=self.worse,
+                                        improved=self.better, size=self.size, net_p=p)
+        info: Details = {**look.info, "regressed": self.worse, "improved": self.better,
+                         "size": self.size, "net_p": p}
         head = (f"{look.text}: worse on {self.worse}, better on {self.better} of {self.n} "
                 f"paired attempts, each by {self.size:g}: net p={p:.3g}")
         if p <= look.level:
             return gate.decide(True, f"{head} <= {look.level:.3g}, the netted test of a "
-                                     f"rare change ({where})", look.info)
+                                     f"rare change ({where})", info)
         if final:
             return gate.decide(False, f"{head} > {look.level:.3g}: not shown within the "
-                                      f"allowance ({where})", look.info)
+                                      f"allowance ({where})", info)
         return None
 
     def look(self, gate: ToleranceGate, look: ToleranceLook) -> Verdict | None:
