@@ -105,7 +105,14 @@ class Confirmation:
     tolerances) at ``level``. :meth:`run` asks for the attempts it needs through
     ``rollouts`` and stops at the first look that decides, or when a look does not fit
     ``budget``; ``extension`` is the block of fresh attempt indices a tolerance left
-    open may be read on (None: none)."""
+    open may be read on (None: none).
+
+    Of ``budget`` it asks :meth:`~forge.search.budget.Budget.allows` before each chunk
+    and :meth:`~forge.search.budget.Budget.holds` before the extension block (run whole
+    or not at all), and calls :meth:`~forge.search.budget.Budget.cut_short` when a chunk
+    does not fit (the outcome's status is then ``budget``). :meth:`run` is a
+    :data:`~forge.search.attempt_cache.Fetch`: a driver answers its rollout requests
+    (:meth:`~forge.search.attempt_cache.Rollouts.drive`, or an ask/tell loop)."""
 
     def __init__(self, rollouts: Rollouts, bench: Bench, *, incumbent: Config, start: Config,
                  candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
