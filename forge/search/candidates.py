@@ -19,12 +19,9 @@ from typing import Any, Literal, TypeVar
 from forge.bench import Bench
 from forge.journal.records import (
     AnyRecord,
-    AuxDetails,
     CandidateRecord,
-    ConfirmBlock,
     DevBlock,
     Gate,
-    ValBlock,
 )
 from forge.moves import Move, apply_move, expansion, move_kind
 from forge.proposers import Proposal
@@ -257,36 +254,35 @@ class StepCandidates:
             if promoted is None and not self.budget.spent:
                 expanded = yield from self._expanded(step, incumbent, screened, tried, history)
                 if expanded is not None:
-                    promoted = self._confirm_one(step, incumbent, *expanded)
+                    promoted = yield from self._confirm_one(step, incumbent, *expanded)
                     extended = screened if promoted is not None else None
             if promoted is not None or self.budget.spent:
                 self._skip(screened, head, _unconfirmed(promoted, extended is screened))
                 continue
-            promoted = self._confirm_one(step, incumbent, screened, head)
+            promoted = yield from self._confirm_one(step, incumbent, screened, head)
         return promoted
 
     def _confirm_one(self, step: int, incumbent: Config, screened: Screen,
-                     head: CandidateHead) -> Promoted | None:
+                     head: CandidateHead) -> Fetch[Promoted | None]:
         self.progress.confirming(screened.proposal.move, screened.candidate,
                                  proposer=screened.proposal.proposer)
-        promoted = self._confirm(step, incumbent, screened, head)
+        promoted = yield from self._confirm(step, incumbent, screened, head)
         if promoted is not None:
             self.progress.promotions += 1
         return promoted
 
     def _confirm(self, step: int, incumbent: Config, screened: Screen, head: CandidateHead
-                 ) -> Promoted | None:
+                 ) -> Fetch[Promoted | None]:
         self._confirmations += 1
         level = spent_alpha(self._confirmations, self.alpha)
-        outcome = Confirmation(
+        outcome = yield from Confirmation(
             self.rollouts, self.bench, incumbent=incumbent, start=self.start,
             candidate=screened.candidate, level=level, dev_order=self.dev_order,
             screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
-            val_look_tasks=self.val_chunk, k=self.options.k, budget_left=self.budget.left,
-            slack=self.budget.slack,
+            val_look_tasks=self.val_chunk, k=self.options.k, budget=self.budget,
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
-            pooled=True, extension=self._extension(), netted=True, floors_ahead=True).run()
-        self._record(head, screened, outcome, level)
+            extension=self._extension()).run()
+        self._record(head, screened, outcome)
         if outcome.status == "budget":
             self.budget.cut_short()
             return None
@@ -309,12 +305,9 @@ class StepCandidates:
             return
         self.memory.record(move, MoveNote(step, incumbent.fingerprint, "promoted",
                                           screened.test.effect, screened.se))
-        for metric, info in outcome.aux.items():
-            spec = self.bench.spec.metrics[metric]
-            before, after = info.get("before"), info.get("after")
-            if isinstance(before, int | float) and isinstance(after, int | float):
-                sign = 1.0 if spec.direction == "lower" else -1.0
-                self.standing[metric] = sign * (float(after) - float(before))
+        for metric, reading in outcome.tolerances.items():
+            sign = 1.0 if self.bench.spec.metrics[metric].direction == "lower" else -1.0
+            self.standing[metric] = sign * (reading.after - reading.before)
 
     def _extension(self) -> range:
         """The attempts a confirmation's extension block runs: past every index a
@@ -323,21 +316,15 @@ class StepCandidates:
         first = max(2 * self.attempts, self.options.k << PRECISION_ROUNDS)
         return range(first, first + self.attempts)
 
-    def _record(self, head: CandidateHead, screened: Screen, outcome: ConfirmOutcome,
-                level: float) -> None:
+    def _record(self, head: CandidateHead, screened: Screen, outcome: ConfirmOutcome
+                ) -> None:
         verdict = {"promoted": "promoted", "rejected": "rejected", "budget": "skipped"}[
             outcome.status]
-        confirm = None
-        if outcome.dev:
-            confirm = ConfirmBlock.model_validate({
-                **outcome.dev, "level": level, "index": self._confirmations, "stream": "dev",
-                **({"splits": ["dev", "val"]} if outcome.pooled else {})})
         self._emit(head(
             verdict=verdict, candidate=screened.candidate.fingerprint,
-            dev=DevBlock(screen=screened.block, confirm=confirm, before=outcome.dev_means[0],
-                         after=outcome.dev_means[1]),
-            val=None if outcome.val is None else ValBlock.model_validate(outcome.val),
-            aux={m: AuxDetails.model_validate(d) for m, d in outcome.aux.items()},
+            dev=DevBlock(screen=screened.block, confirm=outcome.confirm_block(self._confirmations),
+                         before=outcome.dev_means[0], after=outcome.dev_means[1]),
+            val=outcome.val_block(), aux=outcome.aux_blocks(),
             gates=[Gate.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,
             rollouts=screened.rollouts + outcome.rollouts, tasks_screened=screened.tasks,
             screening_rollouts=screened.rollouts, looks=outcome.looks,

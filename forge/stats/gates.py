@@ -1,6 +1,6 @@
 """What the promotion gates share. Each gate returns its own verdict with a reason; none
 is averaged. The sequential dev, val and auxiliary gates of a confirmation live in
-:mod:`forge.search.confirm`; here are the pairings they test, the tolerance arithmetic, the
+:mod:`forge.search.gates`; here are the pairings they test, the tolerance arithmetic, the
 task-floor gate, and the start-to-final tolerance check on test.
 
 Data arrive as :class:`~forge.results.TaskAttempts` (one config's attempts grouped by

@@ -183,28 +183,43 @@ def fixed_tasks_bound(diffs: Sequence[Sequence[float]], *, alpha: float
     task of two pairs nothing is known (None).
     """
     tasks = [list(d) for d in diffs if len(d) > 0]
-    spreads = [_sample_var(d) if len(d) > 1 else None for d in tasks]
-    seen = [s for s in spreads if s is not None]
-    if not seen:
+    parts = _mean_variances(tasks)
+    if parts is None:
         return None
-    parts = [(s / len(d), len(d) - 1) if s is not None else (max(seen), 1)
-             for d, s in zip(tasks, spreads, strict=True)]
     n = len(tasks)
     effect = math.fsum(math.fsum(d) / len(d) for d in tasks) / n
     var = math.fsum(v for v, _ in parts)
     pairs = sum(len(d) for d in tasks)
     if var == 0:
         return FixedTasksBound(effect, effect, 0.0, math.inf, n, pairs)
+    df = _capped_df(parts, var)
+    se = math.sqrt(var) / n
+    return FixedTasksBound(effect, effect + float(_st.t.ppf(1 - alpha, df)) * se, se, df, n,
+                           pairs)
+
+
+def _mean_variances(tasks: Sequence[Sequence[float]]) -> list[tuple[float, int]] | None:
+    """Per task, the variance of its mean paired difference and its degrees of freedom;
+    a task with one pair gets the largest per-attempt variance seen (one degree). None
+    with no task of two pairs."""
+    spreads = [_sample_var(d) if len(d) > 1 else None for d in tasks]
+    seen = [s for s in spreads if s is not None]
+    if not seen:
+        return None
+    return [(s / len(d), len(d) - 1) if s is not None else (max(seen), 1)
+            for d, s in zip(tasks, spreads, strict=True)]
+
+
+def _capped_df(parts: Sequence[tuple[float, int]], var: float) -> float:
+    """Satterthwaite's degrees of freedom of ``var``, the sum of ``parts``' variances,
+    capped at the tasks whose attempts differ, less one."""
     # Satterthwaite's estimate runs high when a few tasks carry all the variance (a rare
     # event): no more degrees of freedom than tasks whose attempts differ, less one.
     # On benchmarks/end_check.py's simulated rare events at k 20 the bound then misses
     # 0.1-2.8% (uncapped, 6-12%); where many tasks differ the cap changes nothing.
     varied = sum(1 for v, _ in parts if v > 0)
-    df = min(var ** 2 / math.fsum(v * v / dof for v, dof in parts if v > 0),
-             max(varied - 1, 1))
-    se = math.sqrt(var) / n
-    return FixedTasksBound(effect, effect + float(_st.t.ppf(1 - alpha, df)) * se, se, df, n,
-                           pairs)
+    return min(var ** 2 / math.fsum(v * v / dof for v, dof in parts if v > 0),
+               max(varied - 1, 1))
 
 
 def _sample_var(values: Sequence[float]) -> float:

@@ -1,9 +1,9 @@
-"""The confirmation's improvement gate pools the val tasks with dev's (forge/confirm.py).
+"""The confirmation (forge/search/confirm.py) through whole searches: its improvement
+gate pools the val tasks with dev's, its tolerances, their extension block, its floors.
 
-Its power is bounded by the tasks it pairs, not by the attempts a task: between-task
-spread dominates. A move whose gain dev's few tasks cannot show at its level must be
-shown on dev and val together, and a run journaled before the pooling must resume on
-dev alone, reaching the decisions it reached then.
+The improvement gate's power is bounded by the tasks it pairs, not by the attempts a
+task: between-task spread dominates. A move whose gain dev's few tasks cannot show at
+its level must be shown on dev and val together.
 """
 
 from __future__ import annotations
@@ -75,17 +75,6 @@ def test_a_gain_too_few_dev_tasks_cannot_show_is_shown_on_dev_and_val_together(
     # val keeps its own gate, on val alone.
     val_gate = next(g for g in pooled["gates"] if g["name"] == "val")
     assert val_gate["passed"] and pooled["val"]["n_tasks"] <= 16
-
-
-def test_a_run_from_before_the_pooling_confirms_on_dev_alone(tmp_path: Path) -> None:
-    alone = boost_record(search(tmp_path, "alone", pooled_improvement=False))
-    # The same candidate, screened the same way, fails where dev's 8 tasks are all the
-    # evidence: p = 0.040 on every look's worth of them.
-    assert alone["verdict"] == "rejected"
-    assert [g["name"] for g in alone["gates"] if not g["passed"]] == ["dev"]
-    confirm = alone["dev"]["confirm"]
-    assert "splits" not in confirm and confirm["n_tasks"] == 8
-    assert confirm["p_value"] > confirm["level"]
 
 
 # -- the tolerances: an intersection-union test, each metric at alpha -------------------------
@@ -378,30 +367,28 @@ def attempt_indices(folder: Path) -> set[int]:
 @pytest.mark.parametrize("seed", [2, 3])
 def test_a_tolerance_the_tasks_leave_open_is_shown_on_a_block_of_fresh_attempts(
         tmp_path: Path, seed: int) -> None:
-    without, _ = even_harm_search(tmp_path, seed, tolerance_extension=False)
-    refused = boost_record(without)
-    assert refused["verdict"] == "rejected"
-    assert harm_gate(refused)["reason"].endswith("not shown within the allowance (vs the "
-                                                 "start config)")
-
     outcome, folder = even_harm_search(tmp_path, seed)
     record = boost_record(outcome)
     assert record["verdict"] == "promoted"
     harm = harm_gate(record)
     assert harm["passed"]
+    # The looks alone left it open; the block of fresh attempts showed it.
     assert "<= allowed at level 0.01 on the extension too (5 fresh attempts a task, " \
            "1600 paired attempts; vs the start config)" in harm["reason"]
     # Both configs ran the block on every dev and val task, on attempts past any that a
-    # selection reads (k << precision_rounds = 20 onwards), and the record counts them.
-    extension = set(range(EVEN_HARM_K << 2, (EVEN_HARM_K << 2) + EVEN_HARM_K))
-    assert extension <= attempt_indices(folder)
-    assert record["rollouts"] == refused["rollouts"] + 2 * 160 * EVEN_HARM_K
+    # selection reads (k << PRECISION_ROUNDS = 20 onwards), and the record counts them.
+    extension = range(EVEN_HARM_K << 2, (EVEN_HARM_K << 2) + EVEN_HARM_K)
+    block = [row for row in stored_rows(folder) if row["result"]["attempt"] in extension]
+    assert len(block) == 2 * 160 * EVEN_HARM_K
+    assert record["rollouts"] >= record["screening_rollouts"] + len(block)
 
 
 def test_no_extension_runs_without_the_budget_for_all_of_it(tmp_path: Path) -> None:
-    without, _ = even_harm_search(tmp_path, 2, tolerance_extension=False)
-    # Room for most of the block (1,600 rollouts), not all of it.
-    budget = BudgetSettings(rollouts=without.rollouts_used + 1200)
+    full, _ = even_harm_search(tmp_path, 2)
+    # What the search spends before the block (1,600 rollouts): room for most of the
+    # block, not all of it.
+    looks_only = full.rollouts_used - 2 * 160 * EVEN_HARM_K
+    budget = BudgetSettings(rollouts=looks_only + 1200)
     outcome, folder = even_harm_search(tmp_path, 2, budget=budget)
     record = boost_record(outcome)
     assert record["verdict"] == "rejected"
@@ -410,7 +397,7 @@ def test_no_extension_runs_without_the_budget_for_all_of_it(tmp_path: Path) -> N
     assert harm_gate(record)["reason"].endswith("not shown within the allowance (vs the "
                                                 "start config)")
     assert max(attempt_indices(folder)) < EVEN_HARM_K << 2
-    assert outcome.rollouts_used == without.rollouts_used
+    assert outcome.rollouts_used == looks_only
 
 
 #: Both configs act harmfully on half the attempts of six tasks, each on draws of its
@@ -423,8 +410,10 @@ def run(config, task, ctx):
     ok = random.Random(ctx.seed).random() < (0.9 if config["boost"] else 0.5)
     harm = (task.id in ("dev-00", "dev-01", "dev-02", "val-00", "val-01", "val-02")
             and random.Random(f"harm-{config['boost']}-{ctx.seed}").random() < 0.5)
+    # Not quite a 0/1 metric (the start's harm weighs a little less), so the netted
+    # test, which reads attempts made better too, does not read it: the exact test does.
     return {"output": task.expected if ok else "wrong",
-            "metrics": {"harm": 1.0 if harm else 0.0}}
+            "metrics": {"harm": (1.0 if config["boost"] else 0.999) if harm else 0.0}}
 """
 
 
@@ -435,20 +424,13 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
                        tasks=search_tasks(100, 60, 2),
                        metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
     bench = load_bench(path)
-    outcomes = []
-    for extension in (False, True):
-        folder = tmp_path / f"run-{extension}"
-        folder.mkdir()
-        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(),
-                                k=EVEN_HARM_K, seed=2, concurrency=4, timeout_s=10.0,
-                                run_test=False, tolerance_extension=extension,
-                                # The exact test's own skip rule: the netted test would
-                                # read this change (attempts made better too) instead.
-                                netted_tolerances=False)
-        outcome = Search(bench, bench.defaults, SweepProposer(), options,
-                         run_id=folder.name, folder=folder).run()
-        outcomes.append((outcome, folder))
-    (without, _), (outcome, folder) = outcomes
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(),
+                            k=EVEN_HARM_K, seed=2, concurrency=4, timeout_s=10.0,
+                            run_test=False)
+    outcome = Search(bench, bench.defaults, SweepProposer(), options,
+                     run_id=folder.name, folder=folder).run()
     record = boost_record(outcome)
     assert record["verdict"] == "rejected"
     harm = harm_gate(record)
@@ -461,9 +443,6 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
     regressed, seen = aux["regressed"], aux["attempts"]
     assert binom.cdf(aux["extension_most"] - regressed, 1600 - seen, regressed / seen) < 0.1
     assert max(attempt_indices(folder)) < EVEN_HARM_K << 2
-    assert outcome.rollouts_used == without.rollouts_used
-    assert harm_gate(boost_record(without))["reason"].endswith(
-        "not shown within the allowance (vs the start config)")
 
 
 #: boost gains on most tasks; each config acts harmfully on half the attempts of three
@@ -497,20 +476,12 @@ def test_harm_moved_between_tasks_is_read_by_its_net_rate(tmp_path: Path, extra:
                        tasks=search_tasks(100, 60, 2),
                        metrics={"harm": {"direction": "lower", "max_increase": 0.01}})
     bench = load_bench(path)
-    records = {}
-    for netted in (False, True):
-        folder = tmp_path / f"run-{netted}"
-        folder.mkdir()
-        options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10,
-                                seed=2, concurrency=4, timeout_s=10.0, run_test=False,
-                                netted_tolerances=netted)
-        records[netted] = boost_record(Search(bench, bench.defaults, SweepProposer(),
-                                              options, run_id=folder.name,
-                                              folder=folder).run())
-    # The count of attempts made worse alone charges each of them: refused, either way.
-    assert records[False]["verdict"] == "rejected"
-    assert not harm_gate(records[False])["passed"]
-    record = records[True]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10,
+                            seed=2, concurrency=4, timeout_s=10.0, run_test=False)
+    record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
+                                 run_id=folder.name, folder=folder).run())
     harm = harm_gate(record)
     aux = record["aux"]["harm"]
     assert aux["improved"] > 0 and aux["regressed"] > 0 and aux["size"] == 1

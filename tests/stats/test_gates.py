@@ -1,6 +1,7 @@
 """What the promotion gates share (forge.stats.gates): the paired deltas, the tolerance
 arithmetic, the start-to-final tolerance check on test, and the task-floor gate. The
-sequential dev, val and aux gates themselves are tested in test_confirm.py."""
+sequential dev, val and aux gates themselves are tested in tests/search/test_gates.py
+and test_confirm.py."""
 
 from __future__ import annotations
 

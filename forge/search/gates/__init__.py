@@ -1,0 +1,40 @@
+"""The gates a confirmation tests a candidate by, one object each.
+
+- :class:`ImprovementGate` (``dev``): better than the incumbent by ``min_effect``;
+- :class:`NonInferiorityGate` (``val``): no worse than the incumbent beyond a margin;
+- :class:`ToleranceGate` (``aux:<metric>``): each metric's regression against the start
+  config within its tolerance, read by a :class:`ToleranceTest` strategy
+  (:class:`TTest`, :class:`ExactTest`, :class:`NettedTest`);
+- :class:`FloorGate` (``floor:<tag>``): critical tasks' pass rates.
+
+The first three are group-sequential (:class:`SequentialGate`): each look tests them at
+its nominal level and returns a :class:`Verdict` once one decides. Their evidence is
+two configs' attempts paired on shared (task, seed) keys
+(:class:`PairedScores`, :class:`Regressions`). When to look is the confirmation's
+(:mod:`forge.search.confirm`).
+"""
+
+from __future__ import annotations
+
+from forge.search.gates.base import Details, SequentialGate, Verdict
+from forge.search.gates.evidence import PairedScores, Regressions
+from forge.search.gates.floor import FloorGate, SplitPair
+from forge.search.gates.improvement import ImprovementGate
+from forge.search.gates.noninferiority import NonInferiorityGate
+from forge.search.gates.tolerance import BLOCK_CHANCE, ToleranceGate, ToleranceReading
+from forge.search.gates.tolerance_tests import (
+    EXTENSION_SHARE,
+    SPARSE_TASKS,
+    ExactTest,
+    NettedTest,
+    ToleranceLook,
+    ToleranceTest,
+    TTest,
+    tolerance_test,
+)
+
+__all__ = ["BLOCK_CHANCE", "EXTENSION_SHARE", "SPARSE_TASKS", "Details", "ExactTest",
+           "FloorGate", "ImprovementGate", "NettedTest", "NonInferiorityGate",
+           "PairedScores", "Regressions", "SequentialGate", "SplitPair", "TTest",
+           "ToleranceGate", "ToleranceLook", "ToleranceReading", "ToleranceTest", "Verdict",
+           "tolerance_test"]
