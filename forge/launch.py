@@ -44,7 +44,7 @@ _DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
 def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
              budget_rollouts: int | None, k: int | None, seed: int,
              concurrency: int | None, candidates_per_step: int | None,
-             executor: ExecutorSettings) -> SearchOptions:
+             executor: ExecutorSettings, run_test: bool) -> SearchOptions:
     s = bench.spec.search
     if k is not None and k > MAX_K:
         raise OptionError(f"{k:,} attempts per task; at most {MAX_K:,}", option="-k")
@@ -58,7 +58,7 @@ def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
         k=k or bench.spec.rollouts.k, seed=seed,
         concurrency=concurrency or bench.spec.rollouts.concurrency,
         timeout_s=bench.spec.rollouts.timeout_s,
-        candidates_per_step=candidates_per_step or 4, executor=executor)
+        candidates_per_step=candidates_per_step or 4, executor=executor, run_test=run_test)
 
 
 def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None,
@@ -70,9 +70,11 @@ def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None
                   first_moves: list[Move] | None = None,
                   on_record: Callable[[AnyRecord], None] | None = None,
                   executor: ExecutorSettings | None = None,
-                  progress: SearchProgress | None = None) -> SearchOutcome:
+                  progress: SearchProgress | None = None,
+                  run_test: bool = True) -> SearchOutcome:
     """A new search run in ``journals/<run-id>/``; ``progress``, if given, is kept
-    current while it runs (for a live view).
+    current while it runs (for a live view). ``run_test=False`` ends it without the
+    test split (a run without its test comparison cannot be promoted).
 
     ``executor`` (default: the bench's ``executor`` field) is journaled in run.json's
     options, and a resume uses it again unless told otherwise. ``bench_path`` may be
@@ -101,7 +103,7 @@ def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None
     options = _options(bench, max_steps=max_steps, patience=patience,
                        budget_rollouts=budget_rollouts, k=k, seed=seed,
                        concurrency=concurrency, candidates_per_step=candidates_per_step,
-                       executor=executor or bench.executor_settings())
+                       executor=executor or bench.executor_settings(), run_test=run_test)
     info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
                    bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
                    start_config=start.values, start_fingerprint=start.fingerprint,

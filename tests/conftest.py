@@ -227,6 +227,21 @@ def record(config, task, ctx):
 
 #: A search bench harness: ``boost`` wins on pass rate (0.5 -> 0.8) and costs 10% more.
 #: A search bench harness where no setting matters: each attempt a fair coin on its seed.
+def two_sizes_harness(base: float, small: float, big: float) -> str:
+    """A harness for TWO_REGISTRY's bench: success with chance ``base`` plus ``small``
+    and ``big`` where those settings are on."""
+    return f"""
+def run(config, task, ctx):
+    record(config, task, ctx)
+    p = {base} + {small} * config["small"] + {big} * config["big"]
+    ok = random.Random(ctx.seed).random() < p
+    return {{"output": task.expected if ok else "wrong"}}
+"""
+
+
+#: Both moves of TWO_REGISTRY are gains; ``big`` three times ``small``'s.
+TWO_SIZES = two_sizes_harness(0.2, 0.15, 0.45)
+
 COIN_HARNESS = """
 def run(config, task, ctx):
     record(config, task, ctx)

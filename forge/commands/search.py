@@ -79,6 +79,9 @@ def search_command(
     from_runtime: Annotated[Path | None, typer.Option(
         "--from-runtime", metavar="JOURNAL",
         help="try first the moves the runtime mutator proposed most often")] = None,
+    no_test: Annotated[bool, typer.Option(
+        "--no-test", help="end without the test split: quicker, but the run cannot be "
+                          "promoted")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
@@ -95,6 +98,9 @@ def search_command(
         if from_runtime is not None:
             raise OptionError("a resumed run keeps the first moves it started with; not "
                               "with --resume", option="--from-runtime")
+        if no_test:
+            raise OptionError("a resumed run ends as it was started (with or without the "
+                              "test split); not with --resume", option="--no-test")
         # The journaled executor, unless the command line names one.
         chosen = (ExecutorSettings(executor, workers, ray_address)
                   if executor is not None else None)
@@ -107,7 +113,8 @@ def search_command(
             patience=patience, budget_rollouts=budget_rollouts, proposer=proposer,
             executor=executor, workers=workers, ray_address=ray_address, k=k,
             candidates=candidates, seed=seed, run_id=run_id, journals=journals,
-            from_runtime=from_runtime, as_json=as_json), view, progress)
+            from_runtime=from_runtime, run_test=not no_test, as_json=as_json), view,
+            progress)
     if as_json:
         view.failures(outcome)  # on stderr, with the decisions
         print_json(outcome.as_json())
@@ -139,6 +146,7 @@ class _Launch:
     run_id: str | None
     journals: Path
     from_runtime: Path | None
+    run_test: bool
     as_json: bool
 
 
@@ -181,7 +189,7 @@ def _launch(line: _Launch, view: SearchView, progress: SearchProgress | None) ->
                              on_record=view.on_record,
                              executor=bench.executor_settings(line.executor, line.workers,
                                                               line.ray_address),
-                             progress=progress)
+                             progress=progress, run_test=line.run_test)
 
 
 def _next_steps(outcome: SearchOutcome, journals: Path) -> list[tuple[str, str]]:
@@ -192,7 +200,9 @@ def _next_steps(outcome: SearchOutcome, journals: Path) -> list[tuple[str, str]]
     if outcome.stop_reason != "start_failed":
         steps.insert(0, (_command("report", run_id, journals),
                          "the run's HTML report"))
-    if outcome.promotions:
+    # Promotion needs the test comparison: a run ended without it (--no-test) is not
+    # offered one it would refuse.
+    if outcome.promotions and outcome.end.test.delta is not None:
         steps.append((_command("promote", run_id, journals),
                       "make the final config the default (after review)"))
     return steps

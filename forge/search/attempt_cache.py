@@ -77,24 +77,11 @@ class Rollouts:
 
     def unrequested(self, config: Config, stream: str, tasks: Sequence[Task],
                     attempts: Sequence[int]) -> int:
-        """How much ``get`` of these attempts would add to ``used`` (runs nothing)."""
+        """How much a :meth:`fetch` of these attempts would add to ``used`` (runs
+        nothing)."""
         fp = config.fingerprint
         return sum(1 for t in tasks for i in attempts
                    if (fp, stream, t.id, i) not in self._requested)
-
-    def get(self, config: Config, split: str, stream: str, tasks: Sequence[Task],
-            attempts: Sequence[int]) -> TaskAttempts:
-        """Attempts by task id. Each attempt counts once toward ``used`` and ``cost``,
-        whether it ran now or was found in the store (so a resumed search counts the
-        same as an uninterrupted one)."""
-        fp = config.fingerprint
-        missing = [AttemptKey(t, i) for t in tasks for i in attempts
-                   if self.store.get(fp, stream, t.id, i) is None]
-        if missing:
-            results = self.session.attempts(config, missing, split=split, stream=stream)
-            self.store.add(fp, stream, results)
-            self.executed += len(results)
-        return self._counted(fp, stream, tasks, attempts)
 
     def _counted(self, fp: str, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
                  ) -> TaskAttempts:
@@ -117,8 +104,10 @@ class Rollouts:
 
     def fetch(self, config: Config, split: str, stream: str, tasks: Sequence[Task],
               attempts: Sequence[int]) -> Fetch[TaskAttempts]:
-        """As :meth:`get`, but the attempts the store lacks are yielded as one
-        :class:`RolloutRequest`, and the results sent back are stored."""
+        """Attempts by task id: those the store lacks are yielded as one
+        :class:`RolloutRequest` and the results sent back are stored. Each attempt counts
+        once toward ``used`` and ``cost``, whether it ran now or was found in the store
+        (so a resumed search counts the same as an uninterrupted one)."""
         fp = config.fingerprint
         missing = tuple(AttemptKey(t, i) for t in tasks for i in attempts
                         if self.store.get(fp, stream, t.id, i) is None)

@@ -35,14 +35,6 @@ class Budget:
         #: A decision was cut short: it did not fit what was left.
         self.spent = False
 
-    @property
-    def used(self) -> int:
-        return self.rollouts.used
-
-    @property
-    def cost(self) -> float:
-        return self.rollouts.cost
-
     def elapsed(self) -> float:
         return self._clock() - self._t0
 

@@ -165,8 +165,9 @@ class Search(StepCandidates):
 
     def begin(self, session: Session) -> None:
         """Set the search up on ``session`` (its attempt store opened): what
-        :meth:`ask` and :meth:`tell` drive. A confirmation still runs its attempts on
-        ``session`` itself."""
+        :meth:`ask` and :meth:`tell` drive. The search runs no attempt on it; the
+        session is what :meth:`Rollouts.drive <forge.search.attempt_cache.Rollouts.drive>`
+        runs a request on."""
         # A damaged line mid-file raises JournalError: not something to run over.
         store = AttemptStore(store_file(self.folder))
         self.rollouts = Rollouts(self.bench, session, store)

@@ -164,3 +164,41 @@ def run(config, task, ctx):
     code, out, _ = forge(capsys, "journal", "show", "e", "--journals", tmp_path / "j")
     assert code == 0 and "\x1b" not in out and "\u202e" not in out
     assert "\\x1b[31mboom" in out
+
+
+def test_no_test_ends_without_the_test_split_and_the_run_cannot_be_promoted(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bench = write_search_bench(tmp_path / "bench", FLAKY.replace("< 0.3", "< 0.0"),
+                               search={"budget": {"rollouts": 3_000}})
+    journals = tmp_path / "j"
+    code, out, err = forge(capsys, "search", bench, "--journals", journals, "--run-id", "n",
+                           "--seed", "3", "--no-test", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert "boost" in {m["target"] for m in result["promotions"]}
+    written = records(journals / "n")
+    assert "test" not in {r["kind"] for r in written}
+    # The harness never saw a test task.
+    calls = (bench.parent / "calls.log").read_text(encoding="utf-8")
+    assert '"test-' not in calls
+    assert json.loads((journals / "n" / "run.json").read_text())["options"]["run_test"] is False
+    # Promotion needs the test comparison the run skipped: refused in one line, nothing
+    # written.
+    def files() -> dict[Path, bytes]:
+        return {p: p.read_bytes() for p in bench.parent.rglob("*")
+                if p.is_file() and p.name != "calls.log"}
+    before = files()
+    code, out, err = forge(capsys, "promote", "n", "--journals", journals)
+    assert code == 2
+    assert "no test comparison" in err and len(err.strip().splitlines()) == 1
+    assert files() == before
+    # Without --json, the next steps offer no promotion it would refuse.
+    code, out, err = forge(capsys, "search", bench, "--journals", journals, "--run-id", "m",
+                           "--seed", "3", "--no-test")
+    assert code == 0, err
+    assert "promoted: boost False->True" in out and "forge report m" in out
+    assert "forge promote" not in out
+    # A resume ends as its run was started.
+    code, out, err = forge(capsys, "search", "--resume", "n", "--journals", journals,
+                           "--no-test")
+    assert code == 2 and "--no-test" in err

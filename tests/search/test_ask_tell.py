@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TWO_REGISTRY, search_tasks, write_search_bench
+from conftest import TWO_REGISTRY, TWO_SIZES, search_tasks, write_search_bench
 
 from forge.bench import Bench, BudgetSettings, load_bench
 from forge.executors import ExecutorSettings
@@ -21,15 +21,6 @@ from forge.proposers import SweepProposer
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 from forge.session import Session
-
-#: small helps a little, big a lot: a search that screens, confirms, promotes and tests.
-TWO_SIZES = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    p = 0.2 + 0.15 * config["small"] + 0.45 * config["big"]
-    ok = random.Random(ctx.seed).random() < p
-    return {"output": task.expected if ok else "wrong"}
-"""
 
 #: Keys of a record that differ between two runs of the same search: the clock.
 VOLATILE = {"at", "elapsed_s"}

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TWO_REGISTRY, run_forge, search_tasks, write_search_bench
+from conftest import (
+    TWO_REGISTRY,
+    run_forge,
+    search_tasks,
+    two_sizes_harness,
+    write_search_bench,
+)
 from rich.console import Console
 
 from forge.bench import BudgetSettings, load_bench
@@ -43,13 +49,7 @@ from forge.stats.paired import paired_test
 K = 4
 
 #: ``small`` gains +0.08, too little to prove on 400 rollouts; ``big`` +0.45.
-SIZES = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    p = 0.3 + 0.08 * config["small"] + 0.45 * config["big"]
-    ok = random.Random(ctx.seed).random() < p
-    return {"output": task.expected if ok else "wrong"}
-"""
+SIZES = two_sizes_harness(0.3, 0.08, 0.45)
 
 #: Only ``small`` gains; ``big`` changes nothing.
 SMALL_ONLY = SIZES.replace("0.45 *", "0.0 *")

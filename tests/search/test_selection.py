@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import COIN_HARNESS, TWO_REGISTRY, search_tasks, write_search_bench
+from conftest import COIN_HARNESS, TWO_REGISTRY, TWO_SIZES, search_tasks, write_search_bench
 
 from forge.bench import BudgetSettings, load_bench
 from forge.launch import launch_search, resume_search
@@ -32,15 +32,6 @@ from forge.search.options import SearchOptions
 from forge.search.outcome import SearchOutcome
 
 K = 4
-
-#: Both moves are gains; ``big`` three times ``small``'s.
-TWO_SIZES = """
-def run(config, task, ctx):
-    record(config, task, ctx)
-    p = 0.2 + 0.15 * config["small"] + 0.45 * config["big"]
-    ok = random.Random(ctx.seed).random() < p
-    return {"output": task.expected if ok else "wrong"}
-"""
 
 
 def search(path: Path, folder: Path, proposer: Proposer, *, seed: int = 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from forge.results import TaskAttempts
 from forge.stats.gates import GateResult, floor_gate
@@ -19,8 +20,7 @@ from forge.stats.gates import GateResult, floor_gate
 __all__ = ["FloorGate", "SplitPair"]
 
 
-@dataclass(frozen=True)
-class SplitPair:
+class SplitPair(NamedTuple):
     """Both configs' attempts on one split's tasks, as a floor compares them."""
 
     split: str
