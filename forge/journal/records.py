@@ -173,7 +173,7 @@ class ConfirmBlock(PairedStats):
     looks: int | None = None
     nominal: Number | None = None
     #: The splits whose tasks the test pairs: ["dev", "val"] when it pools them
-    #: (``pooled_improvement``); absent: dev's alone, as before.
+    #: (as every confirmation does now); absent: dev's alone, as runs before did.
     splits: list[str] | None = None
 
     @classmethod
@@ -422,7 +422,8 @@ class TestRecord(JournalRecordBase, _Delta):
     kind: Literal["test"] = "test"
     confidence: Number
     n_tasks: int
-    #: Attempts a test task, each config (absent from a journal before ``test_k``: k).
+    #: Attempts a test task, each config (absent from a journal before the search ran
+    #: more than k: k).
     k: int | None = None
     p_value_two_sided: Number
     aux: list[AuxCheck] = Field(default_factory=list)

@@ -26,7 +26,7 @@ from forge.rollout import AttemptKey
 from forge.session import Session
 from forge.task import Task
 
-__all__ = ["Fetch", "RolloutRequest", "Rollouts"]
+__all__ = ["Fetch", "RolloutRequest", "Rollouts", "drive"]
 
 _T = TypeVar("_T")
 
@@ -41,6 +41,11 @@ class RolloutRequest:
     stream: str
     keys: tuple[AttemptKey, ...]
 
+    def run(self, session: Session) -> list[AttemptResult]:
+        """The request's attempts run on ``session``: its answer."""
+        return session.attempts(self.config, list(self.keys), split=self.split,
+                                stream=self.stream)
+
 
 #: A part of the search that needs attempts: it yields requests, is sent each one's
 #: results, and returns its value (``yield from`` composes them).
@@ -50,11 +55,8 @@ Fetch = Generator[RolloutRequest, Sequence[AttemptResult], _T]
 class Rollouts:
     """Attempts for the search, from the store or run now; ``used`` counts requests."""
 
-    def __init__(self, bench: Bench, session: Session, store: AttemptStore) -> None:
+    def __init__(self, bench: Bench, store: AttemptStore) -> None:
         self.bench = bench
-        # One engine and executor serve every batch, so worker processes and Ray actors
-        # start once per search, not per decision.
-        self.session = session
         self.store = store
         self.used = 0
         self.cost = 0.0
@@ -117,13 +119,13 @@ class Rollouts:
             self.executed += len(results)
         return self._counted(fp, stream, tasks, attempts)
 
-    def drive(self, fetch: Fetch[_T]) -> _T:
-        """Run ``fetch`` to its end on this cache's session, each request as it comes."""
-        try:
-            request = next(fetch)
-            while True:
-                results = self.session.attempts(request.config, list(request.keys),
-                                                split=request.split, stream=request.stream)
-                request = fetch.send(results)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+
+def drive(session: Session, fetch: Fetch[_T]) -> _T:
+    """Run ``fetch`` to its end, each request as it comes on ``session`` (one engine and
+    executor serve every batch, so worker processes and Ray actors start once)."""
+    try:
+        request = next(fetch)
+        while True:
+            request = fetch.send(request.run(session))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]

@@ -104,7 +104,7 @@ class _Path:
 class Search(StepCandidates):
     """One search run, deterministic given the bench, options and seed.
 
-    An ask/tell object: :meth:`begin` it on a session, then :meth:`ask` for the next
+    An ask/tell object: :meth:`begin` it, then :meth:`ask` for the next
     :class:`~forge.search.attempt_cache.RolloutRequest` and :meth:`tell` it the results,
     until :meth:`ask` returns None; :attr:`outcome` is then set. :meth:`run` does all of
     that on a session of its own.
@@ -163,14 +163,14 @@ class Search(StepCandidates):
 
     # -- ask/tell -----------------------------------------------------------------------
 
-    def begin(self, session: Session) -> None:
-        """Set the search up on ``session`` (its attempt store opened): what
-        :meth:`ask` and :meth:`tell` drive. The search runs no attempt on it; the
-        session is what :meth:`Rollouts.drive <forge.search.attempt_cache.Rollouts.drive>`
-        runs a request on."""
+    def begin(self) -> None:
+        """Set the search up (its attempt store opened): what :meth:`ask` and
+        :meth:`tell` drive. The search runs no attempt itself; whoever drives it runs
+        each request (:meth:`RolloutRequest.run
+        <forge.search.attempt_cache.RolloutRequest.run>` on a session, or anywhere)."""
         # A damaged line mid-file raises JournalError: not something to run over.
         store = AttemptStore(store_file(self.folder))
-        self.rollouts = Rollouts(self.bench, session, store)
+        self.rollouts = Rollouts(self.bench, store)
         #: The rollout budget holds to within one chunk of two configs' attempts.
         self.budget = Budget(self.options.budget, self.rollouts,
                              slack=2 * self.options.k * self.chunk)
@@ -192,7 +192,7 @@ class Search(StepCandidates):
         if self._asked is not None or self.outcome is not None:
             return self._asked
         if self._fetch is None:
-            raise RuntimeError("Search.ask before Search.begin(session)")
+            raise RuntimeError("Search.ask before Search.begin()")
         return self._advance(lambda fetch: next(fetch))
 
     def tell(self, request: RolloutRequest, results: Sequence[AttemptResult]) -> None:
@@ -223,15 +223,13 @@ class Search(StepCandidates):
         with Session(self.bench, self.options.executor, seed=self.options.seed,
                      concurrency=self.options.concurrency,
                      timeout_s=self.options.timeout_s) as session:
-            self.begin(session)
-            self.progress.attach(self.rollouts)
+            self.begin()
+            self.progress.attach(self.rollouts, session)
             self.progress.begin()
             ending: ProgressEnding = "failed"
             try:
                 while (request := self.ask()) is not None:
-                    self.tell(request, session.attempts(
-                        request.config, list(request.keys), split=request.split,
-                        stream=request.stream))
+                    self.tell(request, request.run(session))
                 ending = "finished"
                 assert self.outcome is not None
                 return self.outcome

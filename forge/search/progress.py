@@ -22,6 +22,7 @@ from forge.moves import Move
 from forge.registry import Config
 from forge.results import AttemptResult
 from forge.search.attempt_cache import Rollouts
+from forge.session import Session
 from forge.stats.paired import Interval
 
 __all__ = ["Ending", "Phase", "SearchProgress"]
@@ -84,12 +85,13 @@ class SearchProgress:
 
     # -- what the search tells it ------------------------------------------------------
 
-    def attach(self, rollouts: Rollouts) -> None:
-        """Follow ``rollouts``: its budget count, and each attempt as it ends."""
+    def attach(self, rollouts: Rollouts, session: Session) -> None:
+        """Follow ``rollouts`` (its budget count) and ``session`` (each batch as it
+        starts, each attempt as it ends)."""
         self._rollouts = rollouts
         self.started = time.monotonic()  # the pace is the search's, not the bench loading's
-        rollouts.session.on_batch = self.batch
-        rollouts.session.on_attempt = self.attempt_done
+        session.on_batch = self.batch
+        session.on_attempt = self.attempt_done
 
     def batch(self, config: Config, split: str, size: int) -> None:
         """A batch of ``size`` attempts of ``config`` on ``split`` is about to run."""

@@ -36,6 +36,7 @@ from forge.results import AttemptResult
 from forge.scorers import Score
 from forge.search.attempt_cache import Rollouts
 from forge.search.progress import SearchProgress
+from forge.session import Session
 from forge.stats.paired import Interval
 
 # A dev-only gain (knob 3: val refuses it), a real one (boost) and a costly one (knob 1):
@@ -59,15 +60,15 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def fake_rollouts(used: int, executed: int) -> Rollouts:
-    """What SearchProgress reads of the attempt cache: its counts and its session."""
+    """What SearchProgress reads of the attempt cache: its counts."""
     return cast(Rollouts, SimpleNamespace(used=used, executed=executed,
-                                          session=SimpleNamespace(), failures=FailureTally()))
+                                          failures=FailureTally()))
 
 
 def progress_at(used: int, *, executed: int, running: int, elapsed: float,
                 budget: int | None = 10_000, test: int = 1_000) -> SearchProgress:
     p = SearchProgress(budget_rollouts=budget, test_rollouts=test)
-    p.attach(fake_rollouts(used, executed))
+    p.attach(fake_rollouts(used, executed), cast(Session, SimpleNamespace()))
     for _ in range(executed + running):
         p.attempt_done(cast(AttemptResult, None))  # only counted
     p.started = time.monotonic() - elapsed
@@ -204,7 +205,7 @@ def test_forge_search_on_a_terminal_draws_every_phase(bench: Path, tmp_path: Pat
                   "step 1 · screening move 1 of 2: ",
                   "step 1 · confirming move ",
                   "· dev look 1", "· val look 1 (dev ",
-                  # 2 configs x 20 test tasks x test_k 20 (the search's k is 4)
+                  # 2 configs x 20 test tasks x TEST_K 20 (the search's k is 4)
                   "test split: start and final config, once, 800 rollouts",
                   "finished\r\n"):
         assert phase in text, phase

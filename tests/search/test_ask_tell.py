@@ -1,6 +1,6 @@
 """The search as an ask/tell object: whoever drives it runs each request where it likes.
 
-``Search.begin(session)``, then ``ask()`` for a ``RolloutRequest`` and ``tell(request,
+``Search.begin()``, then ``ask()`` for a ``RolloutRequest`` and ``tell(request,
 results)`` until ``ask()`` returns None; ``run()`` is that loop on a session of its own.
 A search driven by hand writes the same records as ``run()``; results that do not answer
 the request are refused with one clear error, and the search is left where it was.
@@ -55,12 +55,10 @@ def test_a_search_driven_by_ask_and_tell_writes_the_records_of_run(
     search = new_search(bench, tmp_path / "hand")
     asked = 0
     with session(bench) as s:
-        search.begin(s)
+        search.begin()
         while (request := search.ask()) is not None:
             assert search.ask() is request  # asked again before a tell: the same one
-            results = s.attempts(request.config, list(request.keys), split=request.split,
-                                 stream=request.stream)
-            search.tell(request, list(reversed(results)))  # matched by key, not order
+            search.tell(request, list(reversed(request.run(s))))  # matched by key, not order
             asked += 1
     assert asked > 1 and search.ask() is None
     assert search.outcome is not None
@@ -73,11 +71,10 @@ def test_results_that_do_not_answer_the_request_are_refused(
         bench: Bench, tmp_path: Path) -> None:
     search = new_search(bench, tmp_path / "run")
     with session(bench) as s:
-        search.begin(s)
+        search.begin()
         request = search.ask()
         assert request is not None
-        results = s.attempts(request.config, list(request.keys), split=request.split,
-                             stream=request.stream)
+        results = request.run(s)
         with pytest.raises(ValueError, match="not one for each"):
             search.tell(request, results[1:])  # one missing
         with pytest.raises(ValueError, match="not one for each"):

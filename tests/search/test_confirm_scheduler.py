@@ -77,8 +77,7 @@ def drive(conf: Confirmation, session: Session
         request = next(run)
         while True:
             requests.append(request)
-            request = run.send(session.attempts(request.config, list(request.keys),
-                                                split=request.split, stream=request.stream))
+            request = run.send(request.run(session))
     except StopIteration as done:
         return done.value, requests  # type: ignore[no-any-return]
 
@@ -90,7 +89,7 @@ def cand_requests(bench: Bench, requests: list[RolloutRequest]) -> list[RolloutR
 
 def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, session, AttemptStore())
+    rollouts = Rollouts(bench, AttemptStore())
     conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0))
     outcome, requests = drive(conf, session)
     assert outcome.status == "promoted" and outcome.pooled
@@ -112,7 +111,7 @@ def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
 
 def test_a_precision_round_reads_every_dev_task_on_fresh_attempts(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, session, AttemptStore())
+    rollouts = Rollouts(bench, AttemptStore())
     conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0),
                         fresh=range(2 * K, 4 * K))
     outcome, requests = drive(conf, session)
@@ -125,7 +124,7 @@ def test_a_precision_round_reads_every_dev_task_on_fresh_attempts(
 
 def test_a_look_the_budget_does_not_allow_cuts_the_confirmation_short(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, session, AttemptStore())
+    rollouts = Rollouts(bench, AttemptStore())
     # Room for the first chunk of both configs, and no slack past it.
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K), rollouts, slack=0)
     outcome, requests = drive(confirmation(bench, rollouts, budget), session)
@@ -140,7 +139,7 @@ def test_a_look_the_budget_does_not_allow_cuts_the_confirmation_short(
 
 def test_a_slack_of_a_chunk_lets_the_next_look_run_past_what_is_left(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, session, AttemptStore())
+    rollouts = Rollouts(bench, AttemptStore())
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K + 1), rollouts, slack=2 * CHUNK * K)
     outcome, requests = drive(confirmation(bench, rollouts, budget), session)
     # One rollout left after the first chunk: the val chunk (8 rollouts) fits its slack.

@@ -20,7 +20,7 @@ from forge.bench import Bench, BudgetSettings, load_bench
 from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
 from forge.registry import Config
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import Fetch, Rollouts, drive
 from forge.search.budget import Budget
 from forge.search.racing import (
     EARLY_PASS_FACTOR,
@@ -83,9 +83,14 @@ def bench(tmp_path: Path) -> Bench:
 
 
 @pytest.fixture
-def cache(bench: Bench, tmp_path: Path) -> Iterator[Rollouts]:
+def session(bench: Bench) -> Iterator[Session]:
     with Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0) as session:
-        yield Rollouts(bench, session, AttemptStore(tmp_path / "attempts.jsonl"))
+        yield session
+
+
+@pytest.fixture
+def cache(bench: Bench, tmp_path: Path) -> Rollouts:
+    return Rollouts(bench, AttemptStore(tmp_path / "attempts.jsonl"))
 
 
 @pytest.fixture
@@ -97,12 +102,13 @@ Race = Callable[..., RaceOutcome]
 
 
 @pytest.fixture
-def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> Race:
+def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        session: Session) -> Race:
     """``racer(candidate_level, **race_options)`` against the incumbent, level 0, with no
     rollout budget unless the options give one."""
     def run(candidate: int, *, left: int | None = None, slack: int = 0,
             beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
-        return cache.drive(race(cache, level(0), level(candidate), bench.tasks("dev"),
+        return drive(session, race(cache, level(0), level(candidate), bench.tasks("dev"),
                                 chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
                                 budget=budget(cache, left, slack),
                                 beyond=None if beyond is None else fetched(beyond)))
@@ -212,11 +218,12 @@ def test_a_tolerance_out_of_reach_stops_the_race(racer: Race) -> None:
 
 
 def test_what_the_last_tolerance_check_runs_is_counted_in_the_race(
-        racer: Race, cache: Rollouts, bench: Bench, level: Callable[[int], Config]) -> None:
+        racer: Race, cache: Rollouts, bench: Bench, level: Callable[[int], Config],
+        session: Session) -> None:
     # A passing candidate's tolerance is checked once more on every task it raced; the
     # check runs the start config (here level 5) where it has not run yet.
     def beyond(tasks: int) -> bool:
-        cache.drive(cache.fetch(level(5), "dev", "dev", list(bench.tasks("dev"))[:tasks],
+        drive(session, cache.fetch(level(5), "dev", "dev", list(bench.tasks("dev"))[:tasks],
                                 range(K)))
         return False
 
@@ -261,12 +268,13 @@ def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
 
 
 def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        session: Session) -> None:
     # Level 1 wins every even task; level 5 changes nothing, so against level 5 read as
     # the nearer value, level 1 is no worse anywhere (and better on the even tasks).
     nearer = racer(5)
     assert nearer.status == "futile" and nearer.tasks == 3 * CHUNK  # half of dev is in
-    out = cache.drive(no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+    out = drive(session, no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
                    chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
     assert out.status == "pass" and out.tasks == nearer.tasks
     assert out.test.effect == pytest.approx(
@@ -275,32 +283,35 @@ def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
 
 
 def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows_it(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        session: Session) -> None:
     nearer = racer(1)  # passes early: better on every even task
     assert nearer.status == "pass"
     # Level 3 scores as level 1 on task 0, its first, and below it on tasks 5 and 6 (it
     # loses 5, and level 1 wins 6): the rest of the first chunk shows it.
-    out = cache.drive(no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
+    out = drive(session, no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
                    chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
     assert out.status == "worse" and out.tasks == CHUNK
     assert out.rollouts == CHUNK * K
     # Level 2 is below level 1 at once, on its first task (0: level 1 wins it).
-    first = cache.drive(no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
+    first = drive(session, no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
                      chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
                      budget=budget(cache, None)))
     assert first.status == "worse" and first.tasks == 1 and first.rollouts == K
 
 
 def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        session: Session) -> None:
     nearer = racer(5)
-    out = cache.drive(no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
+    out = drive(session, no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
                    chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, 0)))
     assert out.status == "budget" and out.tasks == 0 and out.rollouts == 0
 
 
 def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config]) -> None:
+        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        session: Session) -> None:
     nearer = racer(5)
     asked: list[int] = []
 
@@ -308,7 +319,7 @@ def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
         asked.append(tasks)
         return tasks >= CHUNK
 
-    out = cache.drive(no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
+    out = drive(session, no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
                    chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None),
                    beyond=fetched(beyond)))
     # Asked after its first task and after the rest of the first chunk, where it stops.
