@@ -199,12 +199,25 @@ def redact(text: str) -> str:
         return text
     for needle in state.whole:
         if needle in text:
-            text = text.replace(needle, MASK)
+            text = text.replace(needle, _whole_mask(needle))
     if state.pieces is not None:
         text = state.pieces.mask(text, MASK)
     if any(mark in text for mark in _CUT_MARKS + _DROP_MARKS):
         text = _mask_pieces(text, state.needles)
     return text
+
+
+def _whole_mask(needle: str) -> str:
+    """The mask of a whole form, keeping the double quotes at its ends: in JSON text a
+    raw quote is a string's end, never part of a secret, so a mask that took it would
+    leave a line no reader accepts (an escaped quote, ``\\"``, is masked with its
+    backslash)."""
+    core = needle.strip('"')
+    if not core or core.endswith("\\"):
+        return MASK
+    lead = len(needle) - len(needle.lstrip('"'))
+    trail = len(needle) - len(needle.rstrip('"'))
+    return '"' * lead + MASK + '"' * trail
 
 
 def clip(text: str, limit: int, *, marker: str = "...") -> str:
