@@ -12,6 +12,7 @@ waits, is selection only: a confirmation never reads the data that chose it.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -49,7 +50,7 @@ CandidateHead = partial[CandidateRecord]
 Promoted = tuple[Move, Config]
 
 
-class StepCandidates:
+class StepCandidates(ABC):
     """Screening and confirming a step's candidates (a part of the search's state)."""
 
     bench: Bench
@@ -72,8 +73,9 @@ class StepCandidates:
     round: int
     _confirmations: int
 
+    @abstractmethod
     def _emit(self, record: _R) -> _R:
-        raise NotImplementedError
+        """Journal ``record`` (the search's writer): the one thing the loop must give."""
 
     @property
     def attempts(self) -> int:
