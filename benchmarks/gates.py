@@ -213,8 +213,10 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
         return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()
 
 
-def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
-    """The naive rule on the same bench, seeds, proposer, K and stop rules as forge."""
+def run_naive(bench_name: str, seed: int, path: Path | None = None) -> dict[str, Any]:
+    """The naive rule on the same bench (``path``: another than the two here), seeds,
+    proposer, K and stop rules as forge. An attempt whose harness raises is left out of
+    its task's mean, as forge's means leave it (a task with none scored is left out)."""
     import random
 
     from forge.bench import load_bench
@@ -225,7 +227,7 @@ def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
     from forge.rollout import derive_seed
 
     t0 = time.perf_counter()
-    bench = load_bench(BENCHES[bench_name])
+    bench = load_bench(path or BENCHES[bench_name])
     fn = bench.build_harness().sync_callable
     assert fn is not None, "the gate benches have sync python harnesses"
     scorer = bench.scorer
@@ -242,13 +244,17 @@ def run_naive(bench_name: str, seed: int) -> dict[str, Any]:
         nonlocal used
         means = []
         for task in bench.tasks(split):
-            total = 0.0
+            scores = []
             for i, attempt_seed in enumerate(seeds[split][task.id]):
                 ctx = AttemptContext(seed=attempt_seed, attempt=i, split=split,
                                      timeout_s=bench.spec.rollouts.timeout_s, deadline=0.0)
-                out = RunOutput.model_validate(fn(dict(values), task, ctx))
-                total += scorer.score(task, out).value  # type: ignore[union-attr]
-            means.append(total / k)
+                try:
+                    out = RunOutput.model_validate(fn(dict(values), task, ctx))
+                except Exception:  # a failed attempt: unscored, left out of the mean
+                    continue
+                scores.append(scorer.score(task, out).value)  # type: ignore[union-attr]
+            if scores:
+                means.append(sum(scores) / len(scores))
             used += k
         return sum(means) / len(means)
 

@@ -38,6 +38,12 @@ def beyond_tolerance(records: list[AnyRecord]) -> list[AuxCheck]:
         "status" not in c.details and not c.passed)]
 
 
+def unscored_check(records: list[AnyRecord]) -> AuxCheck | None:
+    """The test record's failure-share check (None: journaled before there was one)."""
+    test = next((r for r in reversed(records) if isinstance(r, TestRecord)), None)
+    return None if test is None else next((c for c in test.aux if c.name == "unscored"), None)
+
+
 def checked_test_delta(what: str, end: EndRecord, journal: Path) -> SplitDelta:
     """The run's start-vs-final comparison on the test split; refuses none, or a loss."""
     test = end.test

@@ -65,11 +65,21 @@ class MetricSpec(_Strict):
     relative: bool = Field(default=False, description="max_increase is a fraction of the base")
 
 
+class UnscoredTolerance(_Strict):
+    """How much more often than the start config a candidate may fail (end unscored),
+    as a share of attempts: 0 refuses any increase the data show beyond noise."""
+
+    max_increase: float = Field(default=0.0, ge=0, le=1,
+                                description="allowed increase of the unscored share of "
+                                            "attempts over the start config's")
+
+
 class GateSettings(_Strict):
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_effect: float = Field(default=0.0, ge=0)
     val_margin: float = Field(default=0.02, ge=0)
     task_floors: dict[str, float] = Field(default_factory=dict)
+    unscored: UnscoredTolerance = Field(default_factory=UnscoredTolerance)
 
     @field_validator("task_floors")
     @classmethod
@@ -168,6 +178,14 @@ class Bench:
                              file=self.path, field="splits")
         return self.splits[split]
 
+    def _spec_for_digest(self) -> dict[str, object]:
+        # The failure-share tolerance at its default leaves the digest as it was before
+        # the setting existed, so runs journaled then still resume.
+        unscored = self.spec.gates.unscored
+        skip = {"gates": {"unscored"}} if unscored == UnscoredTolerance() else None
+        dumped: dict[str, object] = self.spec.model_dump(mode="json", exclude=skip)
+        return dumped
+
     def split_digest(self, split: str) -> str:
         return digest_of([t.model_dump(mode="json") for t in self.tasks(split)])
 
@@ -175,7 +193,7 @@ class Bench:
     def digest(self) -> str:
         """Changes when anything that decides outcomes changes: the file, tasks, code."""
         return digest_of({
-            "bench": self.spec.model_dump(mode="json"),
+            "bench": self._spec_for_digest(),
             "registry": self.registry.digest,
             "splits": {s: self.split_digest(s) for s in self.splits},
             "harness": self._harness_identity,

@@ -43,6 +43,7 @@ from forge._promote_checks import (
     checked_test_delta,
     delta_text,
     replayed_chain,
+    unscored_check,
 )
 from forge.bench import Bench, load_bench
 from forge.config_yaml import check_round_trip, first_difference, render_config, show_value
@@ -79,10 +80,14 @@ class PromoteResult:
     sidecar: Path
     entry: Promotion
     notes: list[str] = field(default_factory=list)
+    #: The test split's failure-share check, start to final (None: a run journaled
+    #: before forge compared failure shares).
+    unscored: AuxCheck | None = None
 
     def as_json(self) -> dict[str, Any]:
+        unscored = None if self.unscored is None else self.unscored.model_dump(mode="json")
         return {"action": "promote", "target": str(self.target), "sidecar": str(self.sidecar),
-                "notes": self.notes, **self.entry.as_json()}
+                "notes": self.notes, **self.entry.as_json(), "unscored": unscored}
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,7 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
                            "so its final config is its start config", file=journal)
     test = checked_test_delta(what, end, journal)
     beyond = beyond_tolerance(records)
+    unscored = unscored_check(records)
     if beyond and not accept_beyond_tolerance:
         shown = "; ".join(f"{c.name}: {c.reason}" for c in beyond)
         raise PromoteError(f"{what}: refused: from the start config to the final one on test, "
@@ -147,7 +153,8 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
 
     target = _target(what, bench, to)
     _refuse_read_only(what, target)
-    evidence = _Evidence(what, info, bench, folder, end, test, inverses, start, final, beyond)
+    evidence = _Evidence(what, info, bench, folder, end, test, inverses, start, final, beyond,
+                         unscored)
     with _target_lock(what, target):
         return _promote_into(target, evidence, now)
 
@@ -167,6 +174,7 @@ class _Evidence:
     final: Config
     #: The test split's tolerance checks beyond their allowance, accepted by the user.
     beyond: list[AuxCheck]
+    unscored: AuxCheck | None
 
 
 def _promote_into(target: Path, run: _Evidence, now: datetime | None) -> PromoteResult:
@@ -230,7 +238,8 @@ def _promote_into(target: Path, run: _Evidence, now: datetime | None) -> Promote
                            file=target)
     notes += _remove_leftovers(target)
     _commit(target, text, sidecar, provenance, sidecar_first=True)
-    return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes)
+    return PromoteResult(target=target, sidecar=sidecar, entry=entry, notes=notes,
+                         unscored=run.unscored)
 
 
 def _target(what: str, bench: Bench, to: Path | None) -> Path:

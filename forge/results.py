@@ -35,6 +35,7 @@ __all__ = [
     "TaskResult",
     "load_result",
     "paired_attempts",
+    "paired_outcomes",
     "save_result",
 ]
 
@@ -85,6 +86,13 @@ class AttemptResult(_Frozen):
     @property
     def passed(self) -> bool:
         return self.scored and self.score is not None and self.score.passed
+
+    @property
+    def failed(self) -> bool:
+        """Unscored through the config's own doing: an error, a timeout, or an output the
+        scorer could not judge. A cancelled attempt is the search's doing (an interrupt,
+        a budget), not the config's: neither scored nor failed."""
+        return self.stop_reason != "cancelled" and not self.scored
 
 
 class TaskResult(_Frozen):
@@ -283,6 +291,24 @@ def paired_attempts(a: Mapping[str, Sequence[AttemptResult]],
             continue
         by_seed = {x.seed: x for x in theirs if x.scored}
         out[task_id] = [(x, by_seed[x.seed]) for x in mine if x.scored and x.seed in by_seed]
+    return out
+
+
+def paired_outcomes(a: Mapping[str, Sequence[AttemptResult]],
+                    b: Mapping[str, Sequence[AttemptResult]]
+                    ) -> dict[str, list[tuple[AttemptResult, AttemptResult]]]:
+    """Attempts of ``a`` and ``b`` paired on shared (task id, seed) keys where neither was
+    cancelled: scored on both, or failed on one side or on both (what a comparison of
+    failures reads, and a score comparison where a failure is a loss). Ordered as
+    :func:`paired_attempts`."""
+    out: dict[str, list[tuple[AttemptResult, AttemptResult]]] = {}
+    for task_id, mine in a.items():
+        theirs = b.get(task_id)
+        if theirs is None:
+            continue
+        by_seed = {x.seed: x for x in theirs if x.stop_reason != "cancelled"}
+        out[task_id] = [(x, by_seed[x.seed]) for x in mine
+                        if x.stop_reason != "cancelled" and x.seed in by_seed]
     return out
 
 

@@ -649,7 +649,8 @@ def test_a_tolerance_beyond_its_allowance_on_test_is_journaled_and_shown(
         beyond: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     _, journals = beyond
     [test] = [r for r in read_records(journals / "beyond") if r.kind == "test"]
-    [cost] = test.journal_json()["aux"]
+    [cost, unscored] = test.journal_json()["aux"]
+    assert unscored["name"] == "unscored" and unscored["passed"]
     assert cost["name"] == "aux:cost" and not cost["passed"]
     assert cost["details"]["status"] == "beyond"
     assert cost["reason"].startswith("cost +100.0%") and "BEYOND the allowance" in cost["reason"]

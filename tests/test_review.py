@@ -49,7 +49,7 @@ def run(config, task, ctx):
             "cost": 1.05 if config["boost"] else 1.0}
 """
 COST = {"cost": {"direction": "lower", "max_increase": 0.10, "relative": True}}
-GATE_NAME = re.compile(r"^(dev|val|legal|aux:.+|floor:.+)$")
+GATE_NAME = re.compile(r"^(dev|val|legal|unscored|aux:.+|floor:.+)$")
 CUT_AFTER = 3  # records kept in the interrupted copy (start + two candidates)
 
 
@@ -201,7 +201,7 @@ def test_the_promoted_step_names_every_gate_it_passed(journals: Path) -> None:
     assert promoted["move"] == {"target": "boost", "before": False, "after": True}
     assert promoted["inverse"] == {"target": "boost", "before": True, "after": False}
     # In the order they were decided: dev, val, then the tolerance on the val tasks.
-    assert [g["name"] for g in promoted["gates"]] == ["dev", "val", "aux:cost"]
+    assert [g["name"] for g in promoted["gates"]] == ["dev", "val", "aux:cost", "unscored"]
     assert all(g["passed"] for g in promoted["gates"])
     assert promoted["rollouts"] > 0
 

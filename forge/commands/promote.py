@@ -79,6 +79,8 @@ def _print_promotion(result: PromoteResult) -> None:
              f"{len(e.moves)} move(s) from the previous default:",
              *_moves([(m.target, m.before, m.after) for m in e.moves]),
              _test(e.test),
+             ("unscored on test: " + result.unscored.reason if result.unscored is not None
+              else "unscored on test: not compared (the run predates failure-share checks)"),
              *([f"accepted beyond tolerance on test (--accept-beyond-tolerance): "
                 f"{', '.join(e.accepted_beyond_tolerance)}"] if e.accepted_beyond_tolerance
                else []),

@@ -68,8 +68,10 @@ from forge.search.gates import (
     SplitPair,
     ToleranceGate,
     ToleranceReading,
+    UnscoredGate,
 )
 from forge.stats.gates import GateResult
+from forge.stats.unscored import failure_pairs
 from forge.task import Task
 
 __all__ = [
@@ -147,6 +149,10 @@ class Confirmation:
                                      share)
                     for m, spec in bench.spec.metrics.items()}
         self.floors = [FloorGate(tag, floor) for tag, floor in gates.task_floors.items()]
+        self.unscored = UnscoredGate(gates.alpha, len(val_order) + len(dev_order),
+                                     allowed=gates.unscored.max_increase)
+        #: The chunks read so far: the start runs them all once the candidate fails.
+        self.read: list[Chunk] = []
         self.extended = False
         self.data: _Data = {}
         # The floors' tagged tasks, run ahead of the looks that reach them: kept apart, so
@@ -170,6 +176,9 @@ class Confirmation:
                 self._exhaust()
                 break
             if not (yield from self._fetch(chunk.split, chunk.tasks, chunk.attempts)):
+                return self._cut()
+            self.read.append(chunk)
+            if not (yield from self._cover_start()):
                 return self._cut()
             self._test_open()
             if self._floors_due():
@@ -228,10 +237,27 @@ class Confirmation:
         if (split == "dev" and self.dev.open) or (split == "val" and self.val is not None and (
                 self.val.open or self.dev.open)):
             wanted.append(self.inc)
-        if (any(g.open for g in self.aux.values())
+        if ((any(g.open for g in self.aux.values()) or self._start_for_failures())
                 and self.start.fingerprint not in {c.fingerprint for c in wanted}):
             wanted.append(self.start)
         return wanted
+
+    def _start_for_failures(self) -> bool:
+        """Whether the failure-share gate needs the start's attempts: it is open and the
+        candidate has failed (a candidate that never failed cannot fail more)."""
+        return self.unscored.open and any(
+            a.failed for items in self._both(self.cand).values() for a in items)
+
+    def _cover_start(self) -> Fetch[bool]:
+        """The start on every chunk read so far, once the failure-share gate needs it
+        (those it ran cost nothing again); False when the budget does not allow them."""
+        if not self._start_for_failures():
+            return True
+        for chunk in self.read:
+            if not (yield from self._fetch(chunk.split, chunk.tasks, chunk.attempts,
+                                           [self.start], look=False)):
+                return False
+        return True
 
     def _fetch(self, split: str, tasks: list[Task], attempts: range,
                configs: list[Config] | None = None, *, look: bool = True,
@@ -275,13 +301,26 @@ class Confirmation:
             if gate.open:
                 gate.test(self._regressions(metric))
                 self._note(gate)
+        self._test_unscored()
+
+    def _test_unscored(self) -> None:
+        """The failure-share gate, after the others: decided once they all passed."""
+        if not self.unscored.open:
+            return
+        cand = [a for items in self._both(self.cand).values() for a in items
+                if a.stop_reason != "cancelled"]
+        others = [g for g in self._sequential() if g is not self.unscored]
+        self.unscored.test(failure_pairs(self._both(self.start), self._both(self.cand)),
+                           attempts=len(cand), failed=sum(a.failed for a in cand),
+                           last=all(g.passed for g in others))
 
     def _note(self, gate: ToleranceGate) -> None:
         if gate.reading is not None:
             self.readings[gate.metric] = gate.reading
 
     def _sequential(self) -> list[SequentialGate]:
-        return [self.dev, *(g for g in [self.val] if g is not None), *self.aux.values()]
+        return [self.dev, *(g for g in [self.val] if g is not None), *self.aux.values(),
+                self.unscored]
 
     def _failed(self) -> bool:
         return any(g.passed is False for g in self._sequential())
@@ -348,6 +387,7 @@ class Confirmation:
             if gate.open:
                 gate.extend(self._regressions(metric), len(extension))
                 self._note(gate)
+        self._test_unscored()
         return True
 
     def _block_worth(self, plan: list[Chunk], configs: list[Config], extension: range
@@ -372,10 +412,12 @@ class Confirmation:
             self.dev.exhaust()
         elif self.val is not None and self.val.open:
             self.val.exhaust()
-        else:
+        elif any(g.open for g in self.aux.values()):
             for gate in self.aux.values():
                 if gate.open:
                     gate.exhaust()
+        elif self.unscored.open:
+            self.unscored.exhaust()
 
     def _outcome(self, status: Literal["promoted", "rejected", "budget"],
                  floors: Sequence[GateResult] = ()) -> ConfirmOutcome:

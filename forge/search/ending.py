@@ -28,7 +28,7 @@ from forge.registry import Config
 from forge.results import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.outcome import SearchOutcome
-from forge.stats.gates import score_deltas, tolerance_check
+from forge.stats.gates import score_deltas, tolerance_check, unscored_check
 from forge.stats.paired import PairedTest, paired_test
 
 __all__ = ["Ending", "two_sided"]
@@ -79,6 +79,10 @@ class Ending:
         # it: the reviewer's check, and what `forge promote` reads.
         aux = [tolerance_check(name, spec, start_test, final_test, alpha=self.alpha)
                for name, spec in self.bench.spec.metrics.items()]
+        # The failure share too, checked like a tolerance: a final config that fails
+        # where the start answered is what the means alone cannot show.
+        aux.append(unscored_check(start_test, final_test, alpha=self.alpha,
+                                  allowed=self.bench.spec.gates.unscored.max_increase))
         self.emit(TestRecord.model_validate(
             {**test.as_json(), "confidence": 0.95, "n_tasks": t.n, "k": len(k),
              "p_value_two_sided": two_sided(t),

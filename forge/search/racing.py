@@ -37,10 +37,10 @@ from typing import Literal
 from scipy import stats as _st
 
 from forge.registry import Config
-from forge.results import TaskAttempts, paired_attempts
+from forge.results import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
-from forge.stats.gates import score_deltas
+from forge.stats.gates import score_deltas, score_pairs
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.task import Task
 
@@ -92,8 +92,8 @@ def _chunk_status(test: PairedTest, inc: TaskAttempts, cand: TaskAttempts, *, se
                   ) -> RaceStatus | None:
     """How a race stands after a chunk: out (``futile``, ``weak``), in (``pass``), or
     None to go on."""
-    informative = (test.sd > 0 or seen >= total / 2 or sum(
-        map(len, paired_attempts(inc, cand).values())) >= IDENTICAL_PAIRS)
+    informative = (test.sd > 0 or seen >= total / 2
+                   or score_pairs(inc, cand) >= IDENTICAL_PAIRS)
     if test.n >= 2 and informative and test.effect <= min_effect:
         return "futile"
     if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):

@@ -5,8 +5,9 @@ it goes on to a confirmation. It refuses, journaling why:
 
 - a candidate the race found futile or weak on the dev screening tasks;
 - one whose screening data against the *start* config already put an auxiliary
-  metric past its tolerance (with 80% confidence): a confirmation would spend a level
-  of the error budget on a move the same gate would refuse;
+  metric past its tolerance, or its failure share past the ``unscored`` allowance
+  (with 80% confidence): a confirmation would spend a level of the error budget on a
+  move the same gate would refuse;
 - one the memory holds back: refused by val or a floor at an earlier incumbent with
   no new evidence since, or by a tolerance that its screening data still break;
 - an expansion (:meth:`Screening.expand`) that scores below the nearer value on some
@@ -35,6 +36,7 @@ from forge.search.memory import MoveMemory, MoveNote, Outcome
 from forge.search.racing import RaceOutcome, no_worse, race
 from forge.stats.gates import aux_text, metric_deltas, regression_allowance, regressions
 from forge.stats.paired import PairedTest, paired_test
+from forge.stats.unscored import failure_increase, failure_pairs
 from forge.task import Task
 
 __all__ = ["Screen", "Screening"]
@@ -199,15 +201,16 @@ class Screening:
             return None
         t = outcome.test
         self.emit(head(verdict="rejected", gates=[
-            Gate(name=f"aux:{m}", passed=False, reason=f"{text} (on the {outcome.tasks} "
-                 "screening tasks, vs the start config)") for m, text in broken],
+            Gate(name=name, passed=False, reason=f"{text} (on the {outcome.tasks} "
+                 "screening tasks, vs the start config)") for name, text in broken],
             why=f"its screening data against the start config put "
-                f"{', '.join(m for m, _ in broken)} past the tolerance: not worth a "
-                "confirmation", **{**common, "dev": DevBlock(screen=ScreenBlock.of(
-                    "aux", t))}))
+                f"{', '.join(name.removeprefix('aux:') for name, _ in broken)} past the "
+                "tolerance: not worth a confirmation", **{**common, "dev": DevBlock(
+                    screen=ScreenBlock.of("aux", t))}))
+        first = broken[0][0]
         self.memory.record(screen.proposal.move, MoveNote(
-            step, incumbent.fingerprint, "refused", t.effect, outcome.se,
-            gate=f"aux:{broken[0][0]}", standing=self.standing(broken[0][0])))
+            step, incumbent.fingerprint, "refused", t.effect, outcome.se, gate=first,
+            standing=self.standing(first[4:]) if first.startswith("aux:") else None))
         return Screen(screen.proposal, screen.candidate, outcome, "aux")
 
     def _broken(self, candidate: Config, tasks: int, *,
@@ -217,18 +220,26 @@ class Screening:
 
     def beyond(self, candidate: Config, tasks: int, *, confidence: float = PRESCREEN_CONFIDENCE
                ) -> Fetch[list[tuple[str, str]]]:
-        """The auxiliary metrics that the first ``tasks`` screening tasks put past their
-        tolerance against the start config (the lower ``confidence`` bound of the
-        regression above the allowance; ``confidence`` 0.5: the point estimate), each
-        with its reason. The start's attempts are run where missing: it is the
-        reference of every tolerance, and its evaluation is lazy."""
+        """The tolerances (``aux:<metric>``, and ``unscored`` for the failure share) that
+        the first ``tasks`` screening tasks put past their allowance against the start
+        config (the lower ``confidence`` bound of the regression above the allowance;
+        ``confidence`` 0.5: the point estimate), each with its reason. The start's
+        attempts are run where missing: it is the reference of every tolerance, and its
+        evaluation is lazy (for the failure share, only once the candidate failed)."""
         out: list[tuple[str, str]] = []
-        if not self.bench.spec.metrics:
-            return out
         chunk = self.order[:tasks]
         attempts = range(self.k)
-        start = yield from self.rollouts.fetch(self.start, "dev", "dev", chunk, attempts)
         cand = self.rollouts.peek(candidate, "dev", chunk, attempts)
+        failed = any(a.failed for items in cand.values() for a in items)
+        if not self.bench.spec.metrics and not failed:
+            return out
+        start = yield from self.rollouts.fetch(self.start, "dev", "dev", chunk, attempts)
+        if failed:
+            allowed = self.bench.spec.gates.unscored.max_increase
+            pairs = failure_pairs(start, cand)
+            if failure_increase(pairs, allowed=allowed, level=1 - confidence).shown(
+                    1 - confidence):
+                out.append(("unscored", f"{pairs.text()}, allowed +{100 * allowed:g} pts"))
         for metric, spec in self.bench.spec.metrics.items():
             deltas, before, after = metric_deltas(start, cand, metric)
             if before is None or after is None or len(deltas) < 2:
@@ -238,8 +249,8 @@ class Screening:
             allowed = regression_allowance(spec, before)
             bound = t.effect if confidence <= 0.5 else t.ci_low
             if math.isfinite(bound) and bound > allowed + 1e-12:
-                out.append((metric, aux_text(metric, spec, before, after, t.ci_high,
-                                             allowed)))
+                out.append((f"aux:{metric}", aux_text(metric, spec, before, after,
+                                                      t.ci_high, allowed)))
         return out
 
     def constraints(self, candidate: Config) -> dict[str, float]:

@@ -4,9 +4,10 @@ is averaged. The sequential dev, val and auxiliary gates of a confirmation live 
 task-floor gate, and the start-to-final tolerance check on test.
 
 Data arrive as :class:`~forge.results.TaskAttempts` (one config's attempts grouped by
-task) for the incumbent and the candidate, run on the same seeds. Pairs are formed
-by :func:`~forge.results.paired_attempts` where both attempts were scored; a task
-with no pair is left out, never counted as zero.
+task) for the incumbent and the candidate, run on the same seeds. Score deltas pair
+attempts by :func:`~forge.results.paired_outcomes`: a failure on one side of a pair is
+that side's loss (:func:`score_deltas`); a metric is compared where both completed
+with it; a task with no pair is left out, never counted as zero.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.bench import MetricSpec
-from forge.results import TaskAttempts, paired_attempts
+from forge.results import AttemptResult, TaskAttempts, paired_outcomes
 from forge.stats.paired import fixed_tasks_bound, paired_test
+from forge.stats.unscored import failure_increase, failure_pairs
 
 __all__ = [
     "GateResult",
@@ -29,7 +31,9 @@ __all__ = [
     "regression_allowance",
     "regressions",
     "score_deltas",
+    "score_pairs",
     "tolerance_check",
+    "unscored_check",
 ]
 
 
@@ -42,10 +46,30 @@ class GateResult(BaseModel):
 
 
 def score_deltas(incumbent: TaskAttempts, candidate: TaskAttempts) -> dict[str, float]:
-    """Per task: the mean over paired attempts of candidate score minus incumbent score."""
-    return {task_id: math.fsum(c.score.value - i.score.value  # type: ignore[union-attr]
-                               for i, c in pairs) / len(pairs)
-            for task_id, pairs in paired_attempts(incumbent, candidate).items() if pairs}
+    """Per task: the mean over paired attempts of candidate score minus incumbent score.
+
+    A pair where one side failed (unscored, not cancelled) and the other was scored is a
+    loss for the side that failed: it scores the lowest score, 0, against the other's.
+    A config cannot gain by failing on the attempts it would get wrong, and one that
+    stops failing gains what its answers score. A pair where both failed compares no
+    answer and is left out; so is a task with no pair left."""
+    out: dict[str, float] = {}
+    for task_id, pairs in paired_outcomes(incumbent, candidate).items():
+        deltas = [_value(c) - _value(i) for i, c in pairs if i.scored or c.scored]
+        if deltas:
+            out[task_id] = math.fsum(deltas) / len(deltas)
+    return out
+
+
+def score_pairs(incumbent: TaskAttempts, candidate: TaskAttempts) -> int:
+    """The paired attempts :func:`score_deltas` reads (scored on at least one side)."""
+    return sum(1 for pairs in paired_outcomes(incumbent, candidate).values()
+               for i, c in pairs if i.scored or c.scored)
+
+
+def _value(attempt: AttemptResult) -> float:
+    """A scored attempt's score; 0 (the lowest) for one that failed."""
+    return attempt.score.value if attempt.scored and attempt.score is not None else 0.0
 
 
 def metric_deltas(incumbent: TaskAttempts, candidate: TaskAttempts, metric: str
@@ -156,6 +180,36 @@ def tolerance_check(metric: str, spec: MetricSpec, start: TaskAttempts, final: T
     return GateResult(name=name, passed=status != "beyond",
                       reason=f"{aux_text(metric, spec, before, after, bound, allowed, scope=scope)}"
                              f": {words}", details=details)
+
+
+def unscored_check(start: TaskAttempts, final: TaskAttempts, *, allowed: float, alpha: float
+                   ) -> GateResult:
+    """The failure share from the start config to the final one on the test split, on
+    their shared (task, seed) pairs (:mod:`forge.stats.unscored`). ``details.status``:
+    ``within`` (the increase within ``allowed``), ``unclear`` (past it by the estimate,
+    not shown at ``alpha``) or ``beyond`` (shown past it at ``alpha``, one-sided). Only
+    ``beyond`` fails, and ``forge promote`` refuses it unless told to accept it. A check
+    of no pair (nothing compared) is ``absent`` and fails: it shows nothing."""
+    pairs = failure_pairs(start, final)
+    found = failure_increase(pairs, allowed=allowed, level=alpha)
+    details: dict[str, float | int | str | None] = {
+        "pairs": pairs.pairs, "before": pairs.before, "after": pairs.after,
+        "worse": pairs.worse, "better": pairs.better, "allowed": allowed, "p": found.p,
+        "test": found.test, "n_tasks": len(pairs.per_task)}
+    if not pairs.pairs:
+        return GateResult(name="unscored", passed=False, details={**details,
+                          "status": "absent"},
+                          reason="unscored: no (task, seed) pair ran on both configs: "
+                                 "nothing compared")
+    increase = (pairs.after - pairs.before) / pairs.pairs
+    status = ("beyond" if found.shown(alpha) else
+              "unclear" if increase > allowed + 1e-12 else "within")
+    words = {"within": "within the allowance",
+             "unclear": "above the allowance by the estimate, not shown",
+             "beyond": f"BEYOND the allowance (p={found.p:.3g} < {alpha:g})"}[status]
+    return GateResult(name="unscored", passed=status != "beyond",
+                      details={**details, "status": status},
+                      reason=f"{pairs.text()}, allowed +{100 * allowed:g} pts: {words}")
 
 
 def _finite(x: float) -> float | None:

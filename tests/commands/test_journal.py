@@ -14,7 +14,7 @@ from test_review import CUT_AFTER, make_runs, write_fake_run
 
 from forge.review import STEP_KEYS, load_run_records, step_records
 
-GATE_NAME = re.compile(r"^(dev|val|legal|aux:.+|floor:.+)$")
+GATE_NAME = re.compile(r"^(dev|val|legal|unscored|aux:.+|floor:.+)$")
 
 
 @pytest.fixture(scope="module")

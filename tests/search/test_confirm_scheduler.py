@@ -93,7 +93,7 @@ def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
     conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0))
     outcome, requests = drive(conf, session)
     assert outcome.status == "promoted" and outcome.pooled
-    assert [g.name for g in outcome.gates] == ["dev", "val"]
+    assert [g.name for g in outcome.gates] == ["dev", "val", "unscored"]
     mine = cand_requests(bench, requests)
     # Five dev chunks (four of the unscreened tasks, the screened ones last) and five
     # val chunks: val's come in step with dev's while the improvement gate is open.

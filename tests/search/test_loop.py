@@ -230,7 +230,7 @@ def test_a_real_improvement_is_promoted_and_holds_on_test(
     assert outcome.final_config == {"boost": True, "knob": 2}
     record = only(candidates(outcome), "boost", True)
     assert record["verdict"] == "promoted"
-    assert [g["name"] for g in record["gates"]] == ["dev", "val"]
+    assert [g["name"] for g in record["gates"]] == ["dev", "val", "unscored"]
     assert all(g["passed"] for g in record["gates"])
     assert record["inverse"] == {"target": "boost", "before": True, "after": False}
     # Confirmed on the dev stream's attempts its screening did not read, at the first
@@ -553,7 +553,8 @@ def test_a_search_on_one_task_a_split_runs_to_its_end_and_journals_its_test_chec
     outcome = launch_search(bench, journals=tmp_path / "journals", run_id="one", seed=7,
                             proposer="sweep")
     [test] = [r for r in outcome.records if r["kind"] == "test"]
-    [cost] = test["aux"]
+    [cost, unscored] = test["aux"]
+    assert unscored["name"] == "unscored" and unscored["details"]["status"] == "within"
     assert test["n_tasks"] == 1 and cost["details"]["bound_new_tasks"] is None
     assert "none on tasks like them from one task" in cost["reason"]
     assert outcome.records[-1]["kind"] == "end"
@@ -673,7 +674,8 @@ def test_tolerances_do_not_add_up_across_moves_and_the_test_check_agrees(
     assert reason.startswith("cost +16.6%") and "vs the start config" in reason
     # The end check on test, start to final, shows what the gates promised.
     [test] = [r for r in records if r["kind"] == "test"]
-    [cost] = test["aux"]
+    [cost, unscored] = test["aux"]
+    assert unscored["name"] == "unscored" and unscored["passed"]
     assert cost["name"] == "aux:cost" and cost["passed"]
     assert cost["details"]["status"] == "within" and cost["reason"].startswith("cost +8.0%")
     assert "start -> final on test, within: cost +8.0%" in " ".join(out.split())

@@ -55,10 +55,11 @@ def test_score_deltas_pair_by_attempt_index_not_by_position() -> None:
     assert score_deltas(inc, cand) == {"t": pytest.approx(0.5)}
 
 
-def test_score_deltas_skip_unscored_attempts_instead_of_counting_zero() -> None:
+def test_score_deltas_count_a_one_sided_failure_as_that_sides_loss() -> None:
     inc = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, 1.0), att("t", 2, 1.0)]})
     cand = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, stop="timeout"), att("t", 2, None)]})
-    assert score_deltas(inc, cand) == {"t": 0.0}  # only attempt 0 is a pair
+    # attempt 0: 1 -> 1; the timeout and the unjudged output score 0 against 1.0.
+    assert score_deltas(inc, cand) == {"t": pytest.approx(-2 / 3)}
     inc_err = TaskAttempts({"t": [att("t", 0, stop="error"), att("t", 1, 0.0)]})
     cand_ok = TaskAttempts({"t": [att("t", 0, 1.0), att("t", 1, 1.0)]})
     assert score_deltas(inc_err, cand_ok) == {"t": 1.0}
@@ -67,7 +68,8 @@ def test_score_deltas_skip_unscored_attempts_instead_of_counting_zero() -> None:
 def test_score_deltas_leave_out_tasks_without_a_pair() -> None:
     inc = TaskAttempts({"a": [att("a", 0, 1.0)], "b": [att("b", 0, stop="error")]})
     cand = TaskAttempts({"a": [att("a", 0, 0.0)], "b": [att("b", 0, 1.0)], "c": [att("c", 0, 1.0)]})
-    assert score_deltas(inc, cand) == {"a": -1.0}
+    # b: the incumbent failed where the candidate scored 1.0 (a gain); c: no pair.
+    assert score_deltas(inc, cand) == {"a": -1.0, "b": 1.0}
     # different attempt indices never pair
     assert score_deltas(TaskAttempts({"a": [att("a", 0, 1.0)]}),
                         TaskAttempts({"a": [att("a", 1, 1.0)]})) == {}

@@ -63,7 +63,10 @@ def tolerance_table(test: TestRecord) -> str:
             "within the allowance; <b>unclear</b>: the estimate is, the bound is not; "
             "<b>BEYOND</b>: the estimate is past the allowance (<code>forge promote</code> "
             "refuses it unless told to accept it). The bound over tasks like these is shown "
-            "beside it.</p>")
+            "beside it. <code>unscored</code> is the share of attempts that failed (an "
+            "error, a timeout, an output not judged), on the same (task, seed) pairs: "
+            "<b>BEYOND</b> there means an increase shown past its allowance at the gates' "
+            "alpha.</p>")
 
 
 def _stage(d: CandidateRecord) -> str:

@@ -5,9 +5,11 @@
 - :class:`ToleranceGate` (``aux:<metric>``): each metric's regression against the start
   config within its tolerance, read by a :class:`ToleranceTest` strategy
   (:class:`TTest`, :class:`ExactTest`, :class:`NettedTest`);
+- :class:`UnscoredGate` (``unscored``): the candidate's failure share no higher than
+  the start config's beyond its allowance (refused where shown higher);
 - :class:`FloorGate` (``floor:<tag>``): critical tasks' pass rates.
 
-The first three are group-sequential (:class:`SequentialGate`): each look tests them at
+The first four are group-sequential (:class:`SequentialGate`): each look tests them at
 its nominal level and returns a :class:`Verdict` once one decides. Their evidence is
 two configs' attempts paired on shared (task, seed) keys
 (:class:`PairedScores`, :class:`Regressions`). When to look is the confirmation's
@@ -32,9 +34,11 @@ from forge.search.gates.tolerance_tests import (
     TTest,
     tolerance_test,
 )
+from forge.search.gates.unscored import UnscoredGate
 
 __all__ = ["BLOCK_CHANCE", "EXTENSION_SHARE", "SPARSE_TASKS", "Details", "ExactTest",
            "FloorGate", "ImprovementGate", "NettedTest", "NonInferiorityGate",
            "PairedScores", "Regressions", "SequentialGate", "SplitPair", "TTest",
-           "ToleranceGate", "ToleranceLook", "ToleranceReading", "ToleranceTest", "Verdict",
+           "ToleranceGate", "ToleranceLook", "ToleranceReading", "ToleranceTest", "UnscoredGate",
+           "Verdict",
            "tolerance_test"]

@@ -1,7 +1,8 @@
 """The evidence a gate reads: two configs' attempts paired on shared (task, seed) keys.
 
-Pairs are formed by :func:`~forge.results.paired_attempts` where both attempts were
-scored; a task with no pair is left out, never counted as zero. Each reading is
+Score pairs are formed by :func:`~forge.results.paired_outcomes`, a failure on one
+side being that side's loss (:func:`~forge.stats.gates.score_deltas`); a task with no
+pair is left out, never counted as zero. Each reading is
 computed once, when a gate first asks for it.
 """
 
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from forge.bench import MetricSpec
-from forge.results import TaskAttempts, paired_attempts
-from forge.stats.gates import paired_regressions, regressions, score_deltas
+from forge.results import TaskAttempts
+from forge.stats.gates import paired_regressions, regressions, score_deltas, score_pairs
 
 __all__ = ["PairedScores", "Regressions"]
 
@@ -33,7 +34,7 @@ class PairedScores:
     @cached_property
     def pairs(self) -> int:
         """The paired attempts the deltas rest on."""
-        return sum(map(len, paired_attempts(self.baseline, self.candidate).values()))
+        return score_pairs(self.baseline, self.candidate)
 
 
 @dataclass(frozen=True)

@@ -487,9 +487,10 @@ def tolerance_rows(page: str) -> list[list[str]]:
 
 def test_the_test_section_shows_each_tolerance_from_start_to_final(journals: Path) -> None:
     test = next(r for r in records(journals / "r1") if r["kind"] == "test")
-    assert [a["details"]["status"] for a in test["aux"]] == ["within"]
+    assert [a["details"]["status"] for a in test["aux"]] == ["within", "within"]
     rows = tolerance_rows(render_html(journals / "r1"))
-    assert rows == [["cost", "within", test["aux"][0]["reason"], "20"]]
+    assert rows == [["cost", "within", test["aux"][0]["reason"], "20"],
+                    ["unscored", "within", test["aux"][1]["reason"], "20"]]
     assert "allowed +25.0%" in rows[0][2] and "upper bound of regression" in rows[0][2]
 
 
