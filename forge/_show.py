@@ -23,12 +23,15 @@ from typing import Any, Literal
 
 from forge.secrets import clip
 
-__all__ = ["Style", "preview", "printable", "short"]
+__all__ = ["Style", "percent", "preview", "printable", "short"]
 
 Style = Literal["json", "canonical", "python"]
 
 # An int of more bits than this has more than Python's 4,300 convertible digits.
 _MAX_SHOWN_INT_BITS = 4000 * 3
+# Shares are ratios of small integers computed in floating point (1.0 - 0.9 is
+# 0.09999999999999998): closer than this, two of them are the same share.
+_SAME_SHARE = 1e-9
 
 
 class _Full(Exception):
@@ -164,3 +167,16 @@ def _bounded_repr(value: Any, budget: int) -> str:
     if isinstance(value, (bytes, bytearray)):
         return repr(bytes(value[: budget + 1]))
     return repr(value)[: budget + 1]
+
+
+def percent(x: float | None, other: float | None = None) -> str:
+    """A percentage with one decimal, or more when one decimal would show ``x`` equal
+    to ``other`` though they differ (so a reason never reads "50.0% < 50.0%")."""
+    if x is None:
+        return "—"
+    for digits in range(1, 7):
+        text = f"{100 * x:.{digits}f}%"
+        if other is None or abs(x - other) <= _SAME_SHARE \
+                or text != f"{100 * other:.{digits}f}%":
+            return text
+    return text

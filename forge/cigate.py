@@ -7,9 +7,19 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     The result's pass rate (the mean of per-task pass rates, see
     :attr:`EvalResult.pass_rate`) is at least ``min_pass_rate``. Unscored attempts
     are never counted as zeros; a result with nothing scored fails ("nothing scored").
-``unscored`` (only with ``max_unscored``)
-    At most ``max_unscored`` attempts are unscored (errors, timeouts, cancellations,
-    scorer failures), so a harness that breaks cannot pass by scoring nothing.
+``unscored`` (with a baseline, or with ``max_unscored``)
+    Unscored attempts (errors, timeouts, cancellations, scorer failures) are left out
+    of every pass rate, so a harness that fails exactly where it would be wrong looks
+    perfect to the other gates; this one looks at the failures themselves. With a
+    baseline, the *unscored share* (unscored attempts / attempts) must not rise by more
+    than ``max_unscored_rise`` (default 2 points) over the baseline's *and* beyond
+    chance: compared on the (task, seed) keys both ran by the exact one-sided sign test,
+    or, with no key in common, on the tasks in both by Fisher's exact one-sided test,
+    at level ``alpha`` (:mod:`forge.unscored`). Both conditions, because a rise within
+    the allowance is not worth a red build and a rise chance explains is not evidence.
+    With ``max_unscored``, at most that many attempts may be unscored in all, whatever
+    the baseline did: no statistics, ``0`` for a harness that must never fail. With
+    both, either failing fails the gate.
 ``task_floor`` (only with ``task_floor``)
     Every task's pass rate is at least the floor; a task with nothing scored fails too.
 ``regression`` (only with a baseline)
@@ -25,7 +35,9 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     half split over the tasks), so an unchanged config fails with probability at most
     ``alpha``. With no task compared either way the gate cannot say anything, and a
     green that hides that would mislead: it is refused (:class:`IncomparableError`).
-    Tasks in one result only, or with nothing scored on one side, are listed.
+    Tasks in one result only, or with nothing scored on one side, are listed. A
+    current result with nothing scored at all fails the gate (it is the result under
+    test that broke, not the input): only a baseline with nothing in common is refused.
 
 A :class:`GateReport` gives its JSON form itself; :mod:`forge.report.cigate` renders
 it as Markdown (for ``$GITHUB_STEP_SUMMARY``) and as JUnit XML. Exit codes are the
@@ -37,15 +49,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from forge.compare import ResultDiff, diff_results, why_unpaired
+from forge._show import percent
+from forge.compare import ResultDiff, check_comparable, diff_results, why_unpaired
 from forge.errors import IncomparableError, OptionError
 from forge.results import EvalResult, TaskResult
 from forge.stats.paired import drop_lower_bound, paired_test
+from forge.unscored import (
+    ShareComparison,
+    ShareSide,
+    compare_unscored,
+    reasons_text,
+    share_verdict,
+)
 
 __all__ = [
+    "DEFAULT_MAX_UNSCORED_RISE",
     "GATE_NAMES",
     "GateOptions",
     "GateOutcome",
@@ -60,6 +81,11 @@ __all__ = [
 ]
 
 GATE_NAMES = ("aggregate", "unscored", "task_floor", "regression")
+#: How far the unscored share may rise over the baseline's before the gate looks at
+#: whether the rise is beyond chance: 2 points, one attempt in 50. A harness whose
+#: transient errors (a dropped connection, a slow call) come and go stays under it;
+#: a change that makes the agent fail on its hard tasks does not.
+DEFAULT_MAX_UNSCORED_RISE = 0.02
 # Pass rates are ratios of small integers computed in floating point: 1.0 - 0.9 is
 # 0.09999999999999998. A tolerance far below any real difference of two such ratios
 # keeps "a drop of exactly --max-drop" on the passing side.
@@ -77,12 +103,15 @@ class GateOptions:
     task_floor: float | None = None
     max_drop: float = 0.0
     max_unscored: int | None = None
-    #: Error level of the unpaired regression comparison (tasks without a shared seed).
+    #: Error level of the unpaired regression comparison (tasks without a shared seed)
+    #: and of the unscored share's test.
     alpha: float = 0.05
+    #: How far the unscored share may rise over the baseline's (a fraction of attempts).
+    max_unscored_rise: float = DEFAULT_MAX_UNSCORED_RISE
 
     def __post_init__(self) -> None:
         # Checked here, not only in the CLI, so a library caller gets the same refusal.
-        for name in ("min_pass_rate", "task_floor", "max_drop"):
+        for name in ("min_pass_rate", "task_floor", "max_drop", "max_unscored_rise"):
             value = getattr(self, name)
             if value is None and name == "task_floor":
                 continue
@@ -118,17 +147,20 @@ class TaskFailure:
 @dataclass(frozen=True)
 class GateOutcome:
     """One gate's verdict. ``notes`` hold what was listed without failing the gate
-    (tasks in one result only, tasks with no paired seed)."""
+    (tasks in one result only, tasks with no paired seed); ``details`` the numbers
+    behind the reason, for ``--json`` (the unscored gate's shares, counts and test)."""
 
     name: str
     passed: bool
     reason: str
     failing: tuple[TaskFailure, ...] = ()
     notes: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "reason": self.reason,
-                "failing": [f.as_json() for f in self.failing], "notes": list(self.notes)}
+                "failing": [f.as_json() for f in self.failing], "notes": list(self.notes),
+                "details": self.details}
 
 
 @dataclass(frozen=True)
@@ -157,6 +189,7 @@ class GateReport:
     def as_json(self) -> dict[str, Any]:
         r = self.result
         n_attempts = r.n_attempts
+        unscored = ShareSide.of(r.attempts)
         return {
             "passed": self.passed,
             "current": self.current,
@@ -165,10 +198,14 @@ class GateReport:
                         "task_floor": self.options.task_floor,
                         "max_drop": self.options.max_drop if self.baseline else None,
                         "max_unscored": self.options.max_unscored,
-                        "alpha": self.options.alpha if self.baseline else None},
+                        "alpha": self.options.alpha if self.baseline else None,
+                        "max_unscored_rise": (self.options.max_unscored_rise if self.baseline
+                                              else None)},
             "result": {"bench": r.bench, "split": r.split, "k": r.k, "n_tasks": len(r.tasks),
                        "n_attempts": n_attempts, "n_scored": r.n_scored,
-                       "n_unscored": n_attempts - r.n_scored, "pass_rate": r.pass_rate,
+                       "n_unscored": n_attempts - r.n_scored,
+                       "unscored_share": unscored.share,
+                       "unscored_by_reason": dict(unscored.reasons), "pass_rate": r.pass_rate,
                        "env_fingerprint": r.env_fingerprint,
                        "config_fingerprint": r.config_fingerprint},
             "gates": [g.as_json() for g in self.gates],
@@ -183,7 +220,12 @@ def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
     unscored = result.n_attempts - result.n_scored
     aside = f" ({unscored} unscored attempts not counted)" if unscored else ""
     if rate is None:
-        return GateOutcome("aggregate", False, f"nothing scored{aside}")
+        # A pass rate of nothing is no pass rate: this gate compared nothing, so it fails.
+        if not result.n_attempts:
+            return GateOutcome("aggregate", False, "nothing scored: the result holds no attempt")
+        why = reasons_text(ShareSide.of(result.attempts).reasons)
+        return GateOutcome("aggregate", False, f"nothing scored: all {result.n_attempts} "
+                                               f"attempts unscored ({why})")
     scored_tasks = sum(1 for t in result.tasks if t.pass_rate is not None)
     if rate + _EPS >= min_pass_rate:
         return GateOutcome("aggregate", True,
@@ -194,20 +236,60 @@ def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
                        f"{percent(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
 
 
-def unscored_gate(result: EvalResult, max_unscored: int) -> GateOutcome:
-    """At most ``max_unscored`` unscored attempts; the tasks that have some are named."""
-    total = result.n_attempts - result.n_scored
-    culprits = sorted((t for t in result.tasks if t.n_unscored),
-                      key=lambda t: -t.n_unscored)  # stable: ties keep the result's order
-    if total <= max_unscored:
-        return GateOutcome("unscored", True,
-                           f"{total} unscored attempts ≤ {max_unscored} allowed")
-    return GateOutcome(
-        "unscored", False, f"{total} unscored attempts > {max_unscored} allowed "
-                           f"({_stop_reasons(result.tasks)})",
-        failing=tuple(TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} attempts "
-                                             f"unscored ({_stop_reasons([t])})",
-                                  float(t.n_unscored)) for t in culprits))
+def unscored_gate(result: EvalResult, max_unscored: int | None = None, *,
+                  baseline: EvalResult | None = None,
+                  max_rise: float = DEFAULT_MAX_UNSCORED_RISE, alpha: float = 0.05,
+                  names: tuple[str, str] = ("baseline", "current")) -> GateOutcome:
+    """The unscored attempts: with ``baseline``, their share does not rise more than
+    ``max_rise`` over the baseline's beyond chance at ``alpha`` (see the module); with
+    ``max_unscored``, at most that many in all. Either failing fails the gate, and the
+    tasks that fail more (or at all, for the count) are named. ``names`` are
+    (baseline, current), for the refusal of results from different environments."""
+    if baseline is None and max_unscored is None:
+        raise ValueError("the unscored gate needs a baseline or max_unscored: "
+                         "with neither it would compare nothing")
+    parts: list[str] = []
+    failing: list[TaskFailure] = []
+    details: dict[str, Any] = {}
+    passed = True
+    if baseline is not None:
+        check_comparable(baseline, result, names=names)
+        comparison = compare_unscored(baseline, result)
+        ok, text = share_verdict(comparison, max_rise, alpha)
+        parts.append(text)
+        details["share"] = {**comparison.as_json(), "max_rise": max_rise, "alpha": alpha,
+                            "passed": ok}
+        if not ok:
+            passed = False
+            failing += _share_failures(result, comparison)
+    if max_unscored is not None:
+        total = result.n_attempts - result.n_scored
+        details["count"] = {"unscored": total, "max_unscored": max_unscored,
+                            "passed": total <= max_unscored}
+        if total <= max_unscored:
+            parts.append(f"{total} unscored attempts ≤ {max_unscored} allowed")
+        else:
+            passed = False
+            parts.append(f"{total} unscored attempts > {max_unscored} allowed "
+                         f"({_stop_reasons(result.tasks)})")
+            named = {f.task_id for f in failing}
+            culprits = sorted((t for t in result.tasks if t.n_unscored and
+                               t.task_id not in named),
+                              key=lambda t: -t.n_unscored)  # stable: ties keep their order
+            failing += [TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} "
+                                               f"attempts unscored ({_stop_reasons([t])})",
+                                    float(t.n_unscored)) for t in culprits]
+    return GateOutcome("unscored", passed, "; ".join(parts), failing=tuple(failing),
+                       details=details)
+
+
+def _share_failures(result: EvalResult, c: ShareComparison) -> list[TaskFailure]:
+    tasks = {t.task_id: t for t in result.tasks}
+    what = "newly unscored, scored in the baseline" if c.paired else \
+        "unscored, a larger share than in the baseline"
+    return [TaskFailure(task_id, f"{n} of {compared} attempts {what} "
+                                 f"({_stop_reasons([tasks[task_id]])})", float(n))
+            for task_id, n, compared in c.tasks]
 
 
 def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
@@ -251,6 +333,11 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
     failing, unpaired, unmeasured = _judge_paired(diff, baseline, current, max_drop)
     paired = len(diff.tasks) - len(unpaired) - len(unmeasured)
     if not paired and not unpaired:
+        if not current.n_scored and baseline.n_scored:
+            # The result under test broke: a failed gate (exit 1), not bad input.
+            return GateOutcome("regression", False,
+                               f"nothing scored in {names[1]}: no task could be compared",
+                               notes=tuple(_regression_notes(diff, unmeasured)))
         raise IncomparableError(
             f"{names[0]} and {names[1]} have no task scored in both, so the regression "
             "gate would compare nothing")
@@ -358,15 +445,17 @@ def run_gates(current: EvalResult, *, options: GateOptions | None = None,
               baseline_name: str = "baseline") -> GateReport:
     """Run every gate the options turn on, in a fixed order (see :data:`GATE_NAMES`)."""
     opts = options or GateOptions()
+    # Labelled, so an incomparability message says which file is which.
+    names = (baseline_name if baseline_name == "baseline" else f"baseline {baseline_name}",
+             current_name if current_name == "current" else f"current {current_name}")
     gates = [aggregate_gate(current, opts.min_pass_rate)]
-    if opts.max_unscored is not None:
-        gates.append(unscored_gate(current, opts.max_unscored))
+    if opts.max_unscored is not None or baseline is not None:
+        gates.append(unscored_gate(current, opts.max_unscored, baseline=baseline,
+                                   max_rise=opts.max_unscored_rise, alpha=opts.alpha,
+                                   names=names))
     if opts.task_floor is not None:
         gates.append(task_floor_gate(current, opts.task_floor))
     if baseline is not None:
-        # Labelled, so an incomparability message says which file is which.
-        names = (baseline_name if baseline_name == "baseline" else f"baseline {baseline_name}",
-                 current_name if current_name == "current" else f"current {current_name}")
         gates.append(regression_gate(current, baseline, opts.max_drop, names=names,
                                      alpha=opts.alpha))
     return GateReport(current=current_name, result=current, options=opts, gates=tuple(gates),
@@ -374,18 +463,6 @@ def run_gates(current: EvalResult, *, options: GateOptions | None = None,
 
 
 # -- wording -------------------------------------------------------------------------
-
-
-def percent(x: float | None, other: float | None = None) -> str:
-    """A percentage with one decimal, or more when one decimal would show ``x`` equal
-    to ``other`` though they differ (so a reason never reads "50.0% < 50.0%")."""
-    if x is None:
-        return "—"
-    for digits in range(1, 7):
-        text = f"{100 * x:.{digits}f}%"
-        if other is None or abs(x - other) <= _EPS or text != f"{100 * other:.{digits}f}%":
-            return text
-    return text
 
 
 def _stop_reasons(tasks: Sequence[TaskResult]) -> str:

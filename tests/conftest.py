@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
+import subprocess
 import sys
+import sysconfig
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,6 +27,8 @@ from forge.results import EvalResult
 
 ROOT = Path(__file__).resolve().parent
 ARITH = ROOT / "benches" / "arith"
+#: The checkout these tests run from.
+REPO = ROOT.parent
 
 #: The registry every ``make_bench`` bench uses.
 MINI_REGISTRY = """\
@@ -47,6 +53,33 @@ def default_tasks() -> dict[str, list[dict[str, Any]]]:
 
     return {"dev": [task("dev", i) for i in range(3)], "val": [task("val", 0)],
             "test": [task("test", 0)]}
+
+
+def copy_forge_source(dest: Path) -> Path:
+    """A copy of this forge's source tree at ``dest`` (the package, pyproject.toml,
+    README.md, LICENSE): what pip builds, without a build/ folder left in the checkout."""
+    shutil.copytree(REPO / "forge", dest / "forge", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy(REPO / name, dest / name)
+    return dest
+
+
+def offline_venv(folder: Path) -> dict[str, str]:
+    """A new virtualenv at ``folder`` with nothing installed in it, and the environment
+    of a process that runs it first on PATH, as a fresh CI runner would, but offline:
+    forge's dependencies, pip and setuptools come from this interpreter's site-packages
+    on PYTHONPATH (read as a plain folder, so an editable forge there is not imported),
+    pip uses no index, and builds without isolation (its env variable's "0" turns
+    isolation *off*), so nothing is downloaded."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True,
+                   timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PATH=f"{folder / 'bin'}{os.pathsep}{env['PATH']}",
+               PYTHONPATH=sysconfig.get_paths()["purelib"], PIP_NO_INDEX="1",
+               PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    return env
 
 
 def write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:

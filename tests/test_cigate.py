@@ -375,13 +375,14 @@ def test_junit_xml_parses_and_has_a_testcase_per_gate_and_failing_task(
              for c in suite.iter("testcase")]
     assert cases == [
         ("forge-gate", "aggregate", False),
+        ("forge-gate", "unscored", False),  # on by default with a baseline; nothing failed
         ("forge-gate", "task_floor", True),
         ("forge-gate.task_floor", "t<&>", True),
         ("forge-gate", "regression", True),
         ("forge-gate.regression", "t<&>", True),
         ("forge-gate.regression", "t1", True),
     ]
-    assert suite.get("tests") == "6" and suite.get("failures") == "5"
+    assert suite.get("tests") == "7" and suite.get("failures") == "5"
     failure = suite.find("testcase[@name='regression']/failure")
     assert failure is not None
     assert "2 of 3 tasks dropped" in (failure.get("message") or "")

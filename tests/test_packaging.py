@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import copy_forge_source
 
 import forge
 
@@ -23,12 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     """A wheel built from a copy of the sources (the checkout gets no build/ folder)."""
-    src = tmp_path_factory.mktemp("src")
-    shutil.copytree(REPO / "forge", src / "forge",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (REPO / name).exists():
-            shutil.copy(REPO / name, src / name)
+    src = copy_forge_source(tmp_path_factory.mktemp("src"))
     dist = src / "dist"
     # The venv's setuptools (the dev extra), not a download: the test runs offline.
     done = subprocess.run(

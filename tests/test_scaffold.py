@@ -83,6 +83,18 @@ def test_the_init_guide_shows_what_forge_init_prints(capsys: pytest.CaptureFixtu
     assert shown is not None and shown.group(1) == out
 
 
+def test_the_readme_names_every_file_forge_init_writes(tmp_path: Path) -> None:
+    """README.md's first step lists what ``forge init my-bench`` writes: no file missing
+    from the list, none listed that is not written."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    paragraph = re.search(r"This writes `my-bench/` with (.*?)\n\n", readme, re.S)
+    assert paragraph is not None
+    named = {name for name in re.findall(r"`([^`]+)`", paragraph.group(1))
+             if re.fullmatch(r"[\w./-]+\.\w+", name)}  # file names, not `{"id", ...}`
+    written = set(_tree(init_bench(tmp_path / "my-bench").folder))
+    assert named == written == EXPECTED_FILES
+
+
 def test_scaffolded_yaml_validates_against_forge_schema(tmp_path: Path) -> None:
     made = init_bench(tmp_path / "x")
     assert _validate(bench_schema(), made.folder / "bench.yaml") == []

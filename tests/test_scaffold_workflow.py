@@ -5,10 +5,14 @@ repository holding a scaffolded bench, with ``forge`` on PATH being this forge.
 What a user relies on: the baseline command in its header works; an unchanged bench
 passes (exit 0); a config that breaks tasks fails the job (exit 1) with JUnit XML
 that names the failing gate and tasks; a better config passes; a bench whose code
-changed is refused as incomparable (exit 2), and so is a missing baseline."""
+changed is refused as incomparable (exit 2), and so is a missing baseline. On a fresh
+runner, the install step installs forge from the bench's requirements.txt as
+``forge init`` wrote it, and the job passes on its first run; an agent that starts
+failing on a third of its attempts fails the job with the ``unscored`` gate named."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -21,6 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import copy_forge_source, offline_venv
 
 from forge.scaffold import init_bench
 
@@ -48,6 +53,12 @@ class Repo:
         steps = self.workflow["jobs"]["gate"]["steps"]
         return [Step(s["name"], s["run"]) for s in steps
                 if "run" in s and re.search(r"^\s*forge\s", s["run"], re.M)]
+
+    def install_step(self) -> Step:
+        """The step that installs forge and what the harness imports."""
+        (step,) = [Step(s["name"], s["run"]) for s in self.workflow["jobs"]["gate"]["steps"]
+                   if s.get("name", "").startswith("Install")]
+        return step
 
     def bash(self, script: str) -> subprocess.CompletedProcess[str]:
         # `shell: bash` on a GitHub runner: bash --noprofile --norc -eo pipefail {0}.
@@ -96,8 +107,9 @@ def _set_defaults(bench: Path, **values: Any) -> None:
     defaults.write_text(yaml.safe_dump({**config, **values}, sort_keys=False))
 
 
-def _junit(path: Path) -> dict[str, Any]:
-    """The report, parsed (so well-formed): gate -> its failure message or None."""
+def _junit(path: Path, gate: str = "regression") -> dict[str, Any]:
+    """The report, parsed (so well-formed): gate -> its failure message or None, and
+    the tasks listed as failing ``gate``."""
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
     suite = root.find("testsuite")
@@ -108,7 +120,7 @@ def _junit(path: Path) -> dict[str, Any]:
             failure = case.find("failure")
             gates[case.get("name")] = None if failure is None else failure.get("message")
     failing_tasks = [c.get("name") for c in suite.iter("testcase")
-                     if c.get("classname") == "forge-gate.regression"]
+                     if c.get("classname") == f"forge-gate.{gate}"]
     return {"gates": gates, "failures": int(root.get("failures", "-1")),
             "failing_tasks": failing_tasks}
 
@@ -121,7 +133,9 @@ def test_the_workflow_is_a_job_of_the_steps_it_documents(repo: tuple[Repo, str])
     steps = r.workflow["jobs"]["gate"]["steps"]
     assert [s.get("uses", "").split("@")[0] for s in steps[:2]] == ["actions/checkout",
                                                                    "actions/setup-python"]
-    assert "-r \"$BENCH/requirements.txt\"" in steps[2]["run"]
+    assert steps[2]["run"].splitlines()[:2] == [
+        'cd "$BENCH"   # a path in requirements.txt is relative to the bench folder',
+        "python -m pip install -r requirements.txt"]
     assert [s.name for s in r.forge_steps()] == ["Evaluate the default config",
                                                  "Gate against the baseline"]
     upload = steps[-1]
@@ -176,6 +190,110 @@ def test_a_changed_bench_or_a_missing_baseline_is_refused(repo: tuple[Repo, str]
     [line] = err.strip().splitlines()
     assert line.startswith("forge: error: ") and "Traceback" not in err
     assert not (r.root / "report.xml").exists()  # no verdict on incomparable results
+
+
+#: The agent's own code, outside the bench folder (so a change to it is what the gate
+#: judges, not a new environment): a tool the harness calls before answering.
+TOOLS_OK = """
+def check(task_id, seed):
+    return None
+"""
+#: The same tool broken by a pull request: it fails on about a third of the calls.
+TOOLS_FLAKY = """
+import random
+
+
+def check(task_id, seed):
+    if random.Random(seed).random() < 0.3:
+        raise RuntimeError(f"tool call timed out for {task_id}")
+"""
+#: What the harness gains so that it calls the agent's tool first.
+CALLS_THE_TOOL = """
+
+import agent_tools  # the agent's own code, from the repository's root
+
+_toy_run = run
+
+
+def run(config, task, ctx):  # noqa: F811 - the agent's tool runs first
+    agent_tools.check(task.id, ctx.seed)
+    return _toy_run(config, task, ctx)
+"""
+
+
+@pytest.fixture
+def fresh_runner(tmp_path: Path) -> tuple[Repo, str]:
+    """A git repository holding a copy of forge's source in ``vendor/forge`` and a bench
+    written by that forge (``python -m forge init bench`` from the repository's root,
+    a real process), with the environment of a fresh runner: a new virtualenv first on
+    PATH with no forge in it (forge's dependencies come from PYTHONPATH, offline; see
+    :func:`conftest.offline_venv`). forge is there only once the install step ran."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True, timeout=60)
+    source = copy_forge_source(root / "vendor" / "forge")
+    env = offline_venv(tmp_path / "venv")
+    env["PYTHONPATH"] += f"{os.pathsep}{root}"  # the agent's code, as the runner installs it
+    made = subprocess.run(["python", "-m", "forge", "init", "bench"], cwd=root,
+                          env={**env, "PYTHONPATH": f"{source}{os.pathsep}{env['PYTHONPATH']}"},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert made.returncode == 0, made.stderr
+    text = (root / "bench" / "ci" / "forge.yml").read_text(encoding="utf-8")
+    workflow = yaml.safe_load(text)
+    env.update(workflow["jobs"]["gate"]["env"], GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+               COLUMNS="120")
+    return Repo(root, workflow, env), "forge eval bench --save bench/baseline.json"
+
+
+def test_first_run_installs_forge_and_a_failing_agent_fails_the_unscored_gate(
+        fresh_runner: tuple[Repo, str]) -> None:
+    r, baseline_command = fresh_runner
+    # forge init wrote the forge it ran from, by its path in this repository.
+    requirements = (r.bench / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    assert "../vendor/forge" in requirements
+    assert r.bash("command -v forge || true").stdout == ""  # nothing installed yet
+
+    install = r.bash(r.install_step().run)
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
+    forge_bin = Path(r.bash("command -v forge").stdout.strip())
+    assert forge_bin.parent == Path(r.env["PATH"].split(os.pathsep)[0])  # the runner's venv
+    where = r.bash("python -c 'import forge; print(forge.__file__)'").stdout
+    assert "site-packages" in where  # installed, not read from the copy
+
+    (r.root / "agent_tools.py").write_text(TOOLS_OK, encoding="utf-8")
+    harness = r.bench / "harness.py"
+    harness.write_text(harness.read_text(encoding="utf-8") + CALLS_THE_TOOL, encoding="utf-8")
+    made = r.bash(baseline_command)
+    assert made.returncode == 0, made.stderr
+
+    # 1. The first run on the baseline's config: green, the unscored gate included.
+    assert [(name, code) for name, code, _ in r.run_job()] == [
+        ("Evaluate the default config", 0), ("Gate against the baseline", 0)]
+    report = _junit(r.root / "report.xml", "unscored")
+    assert report["failures"] == 0 and "unscored" in report["gates"]
+
+    # 2. A pull request breaks the agent's tool on about 30% of the calls: the pass
+    # rate of what still finishes is unchanged, the unscored share is not.
+    (r.root / "agent_tools.py").write_text(TOOLS_FLAKY, encoding="utf-8")
+    (_, code_eval, _), (_, code_gate, err) = r.run_job()
+    assert (code_eval, code_gate) == (0, 1), err
+    current = json.loads((r.root / "current.json").read_text(encoding="utf-8"))
+    attempts = [a for t in current["tasks"] for a in t["attempts"]]
+    failed = sum(1 for a in attempts if a["stop_reason"] == "error")
+    assert 0.2 < failed / len(attempts) < 0.4
+    report = _junit(r.root / "report.xml", "unscored")
+    message = report["gates"]["unscored"]
+    assert message.startswith(f"unscored {100 * failed / len(attempts):.1f}% ({failed} of "
+                              f"{len(attempts)}: {failed} × error: RuntimeError: tool call "
+                              "timed out for <task>) vs 0.0% (0 of ")
+    assert "beyond chance" in message
+    assert report["gates"]["regression"] is None  # what finished scores as before
+    assert report["failing_tasks"] and all(t.startswith("dev-") for t in report["failing_tasks"])
+    assert "❌ unscored" in Path(r.env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+
+    # 3. Fixed again: green.
+    (r.root / "agent_tools.py").write_text(TOOLS_OK, encoding="utf-8")
+    assert [code for _, code, _ in r.run_job()] == [0, 0]
 
 
 def _fenced_after(page: Path, heading: str) -> str:

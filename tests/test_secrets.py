@@ -191,7 +191,8 @@ def test_an_attempt_error_echoing_a_secret_is_redacted_before_its_clip(
             raise RuntimeError("x" * 1970 + " " + os.environ["{ENV}"] + " and more")
         """))
     code, _, err = run_forge(capsys, "eval", bench, "--json", "--save", tmp_path / "r.json")
-    assert code == 0, err
+    assert code == 1, err  # nothing scored; the line saying so names the reason, redacted
+    assert "no attempt was scored" in err and token not in err
     data = (tmp_path / "r.json").read_bytes()
     assert_clean(data, token, "result")
     for a in load_result(tmp_path / "r.json").attempts:

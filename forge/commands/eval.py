@@ -1,4 +1,10 @@
-"""``forge eval BENCH``: evaluate one config on one split, K attempts per task, scored."""
+"""``forge eval BENCH``: evaluate one config on one split, K attempts per task, scored.
+
+Exit 0 when the evaluation ran and scored at least one attempt, even with failures
+(the report says which); 1 when no attempt was scored at all, with one line on stderr
+saying so after the usual output (a result with no score cannot pass for a green CI
+step); 2 on bad input.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
 from forge.report.failures import failure_lines, failure_warning
 from forge.results import AttemptResult, EvalResult, save_result
+from forge.unscored import ShareSide, reasons_text
 
 __all__ = ["eval_command", "register"]
 
@@ -85,14 +92,28 @@ def eval_command(
     failures = FailureTally.of(result.attempts, result.config_fingerprint)
     if as_json:
         _print_json_summary(result, failures)
+    else:
+        out.print(summary_table(result))
+        # With nothing scored, the line below says more than "the scores rest on...".
+        for line in failure_lines(failures, warn=bool(result.n_scored)):
+            out.print(line, highlight=False, soft_wrap=True)
+        if per_task:
+            out.print(task_table(result))
+        if save is not None:
+            out.print(f"saved {save}")
+    _fail_if_nothing_scored(result)
+
+
+def _fail_if_nothing_scored(result: EvalResult) -> None:
+    """Exit 1 with one line when no attempt was scored: there is no pass rate at all,
+    and a script or CI step that only reads the exit code must not see a success."""
+    if result.n_scored:
         return
-    out.print(summary_table(result))
-    for line in failure_lines(failures):
-        out.print(line, highlight=False, soft_wrap=True)
-    if per_task:
-        out.print(task_table(result))
-    if save is not None:
-        out.print(f"saved {save}")
+    why = reasons_text(ShareSide.of(result.attempts).reasons)
+    err.print(f"forge: eval failed: no attempt was scored: all {result.n_attempts} attempts "
+              f"on {result.split} ended unscored ({why})", highlight=False, markup=False,
+              soft_wrap=True)
+    raise typer.Exit(1)
 
 
 def _config(bench: Bench, config_file: Path | None, assignments: list[str] | None) -> Config:
@@ -106,7 +127,7 @@ def _config(bench: Bench, config_file: Path | None, assignments: list[str] | Non
 
 def _print_json_summary(result: EvalResult, failures: FailureTally) -> None:
     print_json(result.summary())  # the frozen contract: the reasons are not in it
-    warning = failure_warning(failures)
+    warning = failure_warning(failures) if result.n_scored else None
     if warning is not None:  # stdout holds the summary alone; this goes to stderr
         err.print(Text("forge: ").append_text(warning), highlight=False, soft_wrap=True)
 

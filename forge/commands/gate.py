@@ -1,7 +1,8 @@
 """``forge gate``: the CI gates on a saved result (see :mod:`forge.cigate`), rendered
 by :mod:`forge.report.cigate`.
 
-Exit 0 when every gate passes, 1 when one fails, 2 on bad input: a missing or
+Exit 0 when every gate passes, 1 when one fails (a current result with nothing
+scored is a failed gate), 2 on bad input: a missing or
 unreadable result, another ``format_version``, an option out of range, a
 baseline from another environment, or one with no task scored in both (one line,
 no traceback).
@@ -16,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.cigate import GateOptions, run_gates
+from forge.cigate import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates
 from forge.commands._common import write_for_option
 from forge.errors import OptionError
 from forge.report.cigate import append_step_summary, markdown_summary, write_junit
@@ -41,24 +42,32 @@ def gate_command(
         help="regression gate: largest allowed per-task pass-rate drop (default 0)")] = None,
     max_unscored: Annotated[int | None, typer.Option(
         "--max-unscored", metavar="N", help="at most N unscored attempts in all")] = None,
+    max_unscored_rise: Annotated[float | None, typer.Option(
+        "--max-unscored-rise", metavar="X",
+        help="unscored gate: how far the share of unscored attempts may rise over the "
+             "baseline's before a rise beyond chance fails (0..1, default 0.02)")] = None,
     alpha: Annotated[float | None, typer.Option(
         "--alpha", metavar="A",
-        help="regression gate: error level for tasks with no seed in common with the "
-             "baseline, compared unpaired (default 0.05)")] = None,
+        help="error level of the unscored share's test, and of the regression gate for "
+             "tasks with no seed in common with the baseline (default 0.05)")] = None,
     junit: Annotated[Path | None, typer.Option(
         "--junit", metavar="F", help="also write JUnit XML to F")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="print the report as JSON instead of Markdown")] = False,
 ) -> None:
-    """Gate a saved result for CI: aggregate, per-task floor, baseline regression.
+    """Gate a saved result for CI: aggregate, unscored attempts, per-task floor,
+    baseline regression.
 
-    Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).
-    Exit 0 pass, 1 a gate failed, 2 bad input or incomparable results (including a
-    baseline with no task scored in both).
+    With a baseline, also fails when the share of unscored attempts (errors,
+    timeouts) rose beyond --max-unscored-rise and beyond chance. Prints a Markdown
+    summary (also appended to $GITHUB_STEP_SUMMARY when set). Exit 0 pass, 1 a gate
+    failed, 2 bad input or incomparable results (including a baseline with no task
+    scored in both).
     """
     options = _gate_options(baseline=baseline, min_pass_rate=min_pass_rate,
                             task_floor=task_floor, max_drop=max_drop,
-                            max_unscored=max_unscored, alpha=alpha)
+                            max_unscored=max_unscored, alpha=alpha,
+                            max_unscored_rise=max_unscored_rise)
     if junit is not None and junit.is_dir():  # found before any output, not after
         raise OptionError(f"{junit} is a folder; expected a file path", option="--junit")
     result = load_result(current)
@@ -79,16 +88,18 @@ def gate_command(
 
 def _gate_options(*, baseline: Path | None, min_pass_rate: float, task_floor: float | None,
                   max_drop: float | None, max_unscored: int | None,
-                  alpha: float | None) -> GateOptions:
-    """The gates' options; a regression option without a baseline is refused."""
-    if max_drop is not None and baseline is None:
-        # Silently ignoring it would let a CI job believe it guards against regressions.
-        raise OptionError("needs --baseline B.json to compare against", option="--max-drop")
-    if alpha is not None and baseline is None:
-        raise OptionError("needs --baseline B.json to compare against", option="--alpha")
+                  alpha: float | None, max_unscored_rise: float | None) -> GateOptions:
+    """The gates' options; an option of a comparison without a baseline is refused."""
+    for option, value in (("--max-drop", max_drop), ("--alpha", alpha),
+                          ("--max-unscored-rise", max_unscored_rise)):
+        if value is not None and baseline is None:
+            # Silently ignoring it would let a CI job believe it guards against something.
+            raise OptionError("needs --baseline B.json to compare against", option=option)
     return GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
                        max_drop=0.0 if max_drop is None else max_drop,
-                       max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha)
+                       max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha,
+                       max_unscored_rise=(DEFAULT_MAX_UNSCORED_RISE if max_unscored_rise is None
+                                          else max_unscored_rise))
 
 
 def _append_summary(markdown: str) -> None:

@@ -4,7 +4,9 @@ The files are package data under ``template/`` beside this module (in the wheel
 too): a toy agent whose score truly depends on its settings, its registry, start
 config, scorer, disjoint task splits, a README and a GitHub Actions workflow.
 Placeholders ``__UPPER_CASE__`` in them are filled with the bench's name and paths,
-each quoted for the file it lands in.
+each quoted for the file it lands in, and ``requirements.txt`` with the source of the
+forge that runs ``forge init`` (:mod:`forge.scaffold.source`), so that the workflow's
+install step installs forge on its first run.
 
 Nothing is written into a folder that holds anything: the refusal is one line and
 nothing is touched. The files are rendered in memory, written into a staging folder
@@ -29,6 +31,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from forge.errors import OptionError
+from forge.scaffold.source import ForgeSource, find_forge_source
 
 __all__ = ["SCAFFOLD_FILES", "Scaffold", "check_bench_name", "init_bench"]
 
@@ -92,7 +95,8 @@ def init_bench(folder: str | Path, *, name: str | None = None,
                                 what="the folder's name ")
     else:
         check_bench_name(name)
-    files = _render(name, bench=str(target), ci_bench=ci_bench or _ci_path(target))
+    files = _render(name, bench=str(target), ci_bench=ci_bench or _ci_path(target),
+                    forge_source=find_forge_source(target))
     try:
         _write_whole(target, files)
     except OSError as exc:
@@ -135,7 +139,8 @@ def _templates(node: Traversable, prefix: PurePosixPath = PurePosixPath()
             yield (prefix / child.name).as_posix(), child
 
 
-def _render(name: str, *, bench: str, ci_bench: str) -> dict[str, str]:
+def _render(name: str, *, bench: str, ci_bench: str, forge_source: ForgeSource
+            ) -> dict[str, str]:
     """Every file's text, placeholders filled (a YAML value JSON-quoted, a shell word
     shell-quoted); an unknown placeholder is a bug of the templates, raised here,
     before anything is written."""
@@ -148,6 +153,7 @@ def _render(name: str, *, bench: str, ci_bench: str) -> dict[str, str]:
         "__CI_BENCH_SHELL__": shlex.quote(ci_bench),
         "__CI_BASELINE_SHELL__": shlex.quote(f"{ci_bench}/baseline.json"),
         "__FORGE_VERSION__": __version__,
+        "__FORGE_REQUIREMENT__": forge_source.text(__version__),
     }
     rendered: dict[str, str] = {}
     for relative, source in _templates(resources.files(__name__) / _TEMPLATE):

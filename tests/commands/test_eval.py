@@ -224,3 +224,49 @@ def test_eval_json_keeps_its_summary_and_warns_on_stderr(
 def test_eval_without_failures_says_nothing_of_them(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = forge(capsys, "eval", BENCH, "-k", "1")
     assert code == 0 and "failures:" not in out and "warning" not in out + err
+
+
+#: A harness whose every attempt raises: nothing can be scored.
+DEAD = """
+def run(config, task, ctx):
+    raise ConnectionError(f"model endpoint refused the connection ({task.id})")
+"""
+
+
+def test_eval_with_nothing_scored_exits_1_and_says_so_in_one_line(
+        capsys: pytest.CaptureFixture[str], make_bench: MakeBench, tmp_path: Path) -> None:
+    bench = make_bench(DEAD, rollouts={"k": 3})
+    saved = tmp_path / "r.json"
+    code, out, err = forge(capsys, "eval", bench, "--save", saved)
+    assert code == 1
+    assert err.splitlines() == [
+        "forge: eval failed: no attempt was scored: all 9 attempts on dev ended unscored "
+        "(9 × error: ConnectionError: model endpoint refused the connection (<task>))"]
+    # The usual output is all there, the reasons included, without the warning that
+    # "the scores rest on the attempts that finished": none did.
+    assert "attempts      │ 9: 0 scored, 9 unscored" in out
+    assert "failures: 9 of 9 attempts unscored (100.0%)" in out
+    assert "warning" not in out and f"saved {saved}" in out
+    assert load_result(saved).n_scored == 0  # kept, for forge gate or a look at the errors
+
+
+def test_eval_json_with_nothing_scored_keeps_its_summary_and_exits_1(
+        capsys: pytest.CaptureFixture[str], make_bench: MakeBench) -> None:
+    code, out, err = forge(capsys, "eval", make_bench(DEAD), "--json")
+    assert code == 1
+    summary = json.loads(out)
+    assert tuple(summary) == SUMMARY_KEYS and summary["n_unscored"] == summary["n_attempts"]
+    [line] = err.splitlines()
+    assert line.startswith("forge: eval failed: no attempt was scored: all 6 attempts")
+
+
+def test_one_scored_attempt_is_enough_for_exit_0(capsys: pytest.CaptureFixture[str],
+                                                 make_bench: MakeBench) -> None:
+    bench = make_bench("""
+def run(config, task, ctx):
+    if task.id != "dev-0" or ctx.attempt:
+        raise ConnectionError("refused")
+    return {"output": task.expected}
+""")
+    code, _, err = forge(capsys, "eval", bench, "--json")
+    assert code == 0 and "eval failed" not in err

@@ -170,9 +170,11 @@ def test_service_down_every_attempt_is_an_error(tmp_path: Path,
         port = sock.getsockname()[1]
     bench = write_http_bench(tmp_path / "b", f"http://127.0.0.1:{port}/run")
     code, out, err = run_forge(capsys, "eval", bench, "--json", "--save", tmp_path / "r.json")
-    # As for any harness whose attempts all fail: the evaluation completes and says so
-    # in its summary (nothing scored); failures are data, not a crash of forge.
-    assert code == 0, err
+    # As for any harness whose attempts all fail: the evaluation completes, says so in
+    # its summary (nothing scored) and exits 1 with one line; failures are data, not a
+    # crash of forge.
+    assert code == 1, err
+    assert err.startswith("forge: eval failed: no attempt was scored: all 6 attempts")
     summary = json.loads(out)
     assert (summary["n_attempts"], summary["n_scored"], summary["pass_rate"]) == (6, 0, None)
     for a in load_result(tmp_path / "r.json").attempts:
