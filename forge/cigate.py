@@ -15,7 +15,7 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     than ``max_unscored_rise`` (default 2 points) over the baseline's *and* beyond
     chance: compared on the (task, seed) keys both ran by the exact one-sided sign test,
     or, with no key in common, on the tasks in both by Fisher's exact one-sided test,
-    at level ``alpha`` (:mod:`forge.unscored`). Both conditions, because a rise within
+    at level ``alpha`` (:mod:`forge.ci_unscored`). Both conditions, because a rise within
     the allowance is not worth a red build and a rise chance explains is not evidence.
     With ``max_unscored``, at most that many attempts may be unscored in all, whatever
     the baseline did: no statistics, ``0`` for a harness that must never fail. With
@@ -57,7 +57,7 @@ from forge.compare import ResultDiff, check_comparable, diff_results, why_unpair
 from forge.errors import IncomparableError, OptionError
 from forge.results import EvalResult, TaskResult
 from forge.stats.paired import drop_lower_bound, paired_test
-from forge.unscored import (
+from forge.ci_unscored import (
     ShareComparison,
     ShareSide,
     compare_unscored,

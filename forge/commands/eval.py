@@ -42,7 +42,7 @@ from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
 from forge.report.failures import failure_lines, failure_warning
 from forge.results import AttemptResult, EvalResult, save_result
-from forge.unscored import ShareSide, reasons_text
+from forge.ci_unscored import ShareSide, reasons_text
 
 __all__ = ["eval_command", "register"]
 

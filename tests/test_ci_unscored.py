@@ -10,7 +10,7 @@ from scipy import stats
 from test_cigate import Outcomes, make_result
 
 from forge.results import EvalResult
-from forge.unscored import (
+from forge.ci_unscored import (
     ShareSide,
     compare_unscored,
     fisher_greater_p,

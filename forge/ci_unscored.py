@@ -1,4 +1,5 @@
-"""How often two results failed to score an attempt, compared: the CI gate's failure share.
+"""How often two saved results failed to score an attempt, compared: the CI gate's failure
+share (a search's own comparison of failure shares is :mod:`forge.stats.unscored`).
 
 Unscored attempts (errors, timeouts, cancellations, scorer failures) are left out of
 every mean, rightly: they are not zeros. But then a config that raises exactly where
