@@ -53,10 +53,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forge._show import percent
-from forge.compare import ResultDiff, check_comparable, diff_results, why_unpaired
-from forge.errors import IncomparableError, OptionError
-from forge.results import EvalResult, TaskResult
-from forge.stats.paired import drop_lower_bound, paired_test
 from forge.ci_unscored import (
     ShareComparison,
     ShareSide,
@@ -64,6 +60,10 @@ from forge.ci_unscored import (
     reasons_text,
     share_verdict,
 )
+from forge.compare import ResultDiff, check_comparable, diff_results, why_unpaired
+from forge.errors import IncomparableError, OptionError
+from forge.results import EvalResult, TaskResult
+from forge.stats.paired import drop_lower_bound, paired_test
 
 __all__ = [
     "DEFAULT_MAX_UNSCORED_RISE",

@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 from test_cigate import Outcomes, make_result
 
-from forge.results import EvalResult
 from forge.ci_unscored import (
     ShareSide,
     compare_unscored,
@@ -18,6 +17,7 @@ from forge.ci_unscored import (
     share_verdict,
     sign_test_p,
 )
+from forge.results import EvalResult
 
 # -- the exact tails, against scipy ------------------------------------------------------
 

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from forge.bench import Bench, check_attempts, load_bench
 from forge.bounds import MAX_K
+from forge.ci_unscored import ShareSide, reasons_text
 from forge.commands._common import (
     ExecutorOption,
     RayAddressOption,
@@ -42,7 +43,6 @@ from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
 from forge.report.failures import failure_lines, failure_warning
 from forge.results import AttemptResult, EvalResult, save_result
-from forge.ci_unscored import ShareSide, reasons_text
 
 __all__ = ["eval_command", "register"]
 
