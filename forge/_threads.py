@@ -9,6 +9,8 @@ timed-out call never starves the attempts after it.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -30,6 +32,9 @@ class DaemonThreadPool:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
+        # In the caller's context, as asyncio.to_thread does: what the call prints
+        # belongs to the attempt that made it (forge.printed).
+        fn = functools.partial(contextvars.copy_context().run, fn)
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_METRIC",
     "MAX_NESTING",
     "MAX_OUTPUT_BYTES",
+    "MAX_PRINTED_CHARS",
     "MAX_SETTINGS",
     "MAX_TASKS",
     "MAX_TIMEOUT_S",
@@ -68,6 +69,11 @@ MAX_SETTINGS = 10_000
 #: One attempt's output as JSON (a Python harness's ``RunOutput``), as the command
 #: harness bounds its stdout: more is an ``error``, and nothing of it is stored.
 MAX_OUTPUT_BYTES = 16 * 2**20
+#: Characters kept of what one attempt of a python harness printed on stdout (the last
+#: ones, after a line saying how many bytes came before them). Every attempt is kept
+#: in the attempt store and a saved result: a harness printing a page per attempt must
+#: not make a search's store gigabytes long, and the tail is what tells why it failed.
+MAX_PRINTED_CHARS = 8192
 #: Magnitude of one attempt's cost or metric value. Far above any real one, and low
 #: enough that sums and squares over every attempt of an evaluation stay finite: a
 #: cost of 1.7e308 on some attempts made a search's means overflow, and it died.

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from forge._files import atomic_write_text, load_versioned_json
 from forge.errors import ResultFileError
@@ -67,7 +73,13 @@ class _Frozen(BaseModel):
 
 
 class AttemptResult(_Frozen):
-    """One attempt: how it stopped, what it produced, and its score if it has one."""
+    """One attempt: how it stopped, what it produced, and its score if it has one.
+
+    ``stdout`` is what a python harness printed during the attempt, redacted and cut
+    to its last :data:`~forge.bounds.MAX_PRINTED_CHARS` characters
+    (:class:`forge.printed.Printed`); absent from the JSON when it printed nothing,
+    as in every file written before it was kept.
+    """
 
     task_id: str
     attempt: int = Field(ge=0)
@@ -78,6 +90,15 @@ class AttemptResult(_Frozen):
     output: RunOutput | None = None
     score: Score | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
+    stdout: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_stdout(self, handler: SerializerFunctionWrapHandler
+                               ) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("stdout", "") is None:
+            del out["stdout"]
+        return out
 
     @property
     def scored(self) -> bool:

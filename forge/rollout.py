@@ -161,7 +161,7 @@ class _Batch:
         return AttemptResult.model_construct(
             task_id=p.key.task.id, attempt=p.key.attempt, seed=p.seed, stop_reason=stop,
             error=_clip(error), duration_s=duration, output=output, score=score,
-            metrics=_attempt_metrics(output, duration))
+            metrics=_attempt_metrics(output, duration), stdout=_printed(p))
 
     def judge(self, p: Prepared, raw: Any, exc: BaseException | None
               ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]:
@@ -235,6 +235,13 @@ def _attempt_metrics(output: RunOutput | None, duration: float) -> dict[str, flo
     # The harness's own metrics come first so that forge's measurement of latency,
     # which the gates compare across configs, cannot be overwritten by a report.
     return {**output.metrics, **metrics}
+
+
+def _printed(p: Prepared) -> str | None:
+    """What the attempt printed, redacted (the cut to its bound came first: the mark it
+    leaves is one :func:`redact` looks behind for a piece of a secret)."""
+    text = p.printed.text()
+    return redact(text) if text else None
 
 
 def _clip(text: str | None) -> str | None:

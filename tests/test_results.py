@@ -365,6 +365,26 @@ def test_a_saved_v1_result_still_loads() -> None:
     # Attempts pair across versions by seed: the seeds must derive the same way.
     for a in r.attempts:
         assert a.seed == derive_seed(r.seed, r.split, a.task_id, a.attempt)
+        assert a.stdout is None  # kept since; absent from the files written before
+
+
+def test_an_attempt_that_printed_nothing_is_saved_as_before_and_one_that_did_with_it(
+        arith_result: EvalResult, tmp_path: Path) -> None:
+    old = json.loads(RESULT_V1.read_text(encoding="utf-8"))["tasks"][0]["attempts"][0]
+    path = tmp_path / "result.json"
+    save_result(arith_result, path)
+    saved = json.loads(path.read_text(encoding="utf-8"))["tasks"][0]["attempts"][0]
+    assert set(saved) == set(old)
+    first = arith_result.tasks[0]
+    printed = arith_result.model_copy(update={"tasks": [
+        first.model_copy(update={"attempts": [
+            first.attempts[0].model_copy(update={"stdout": "debug: 1\n"}),
+            *first.attempts[1:]]}),
+        *arith_result.tasks[1:]]})
+    save_result(printed, path)
+    assert json.loads(path.read_text(encoding="utf-8"))["tasks"][0]["attempts"][0][
+        "stdout"] == "debug: 1\n"
+    assert load_result(path) == printed
 
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from forge.commands._stdout import document
 from forge.errors import OptionError
 from forge.executors import EXECUTORS
 
@@ -24,8 +24,11 @@ err = Console(stderr=True, emoji=False)
 
 
 def print_json(value: Any) -> None:
-    """The one document on stdout (scripts parse it whole: DESIGN.md, CLI)."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    """The one document on stdout (scripts parse it whole: DESIGN.md, CLI); under
+    :func:`~forge.commands._stdout.json_stdout`, on the descriptor kept for it."""
+    stream = document()
+    stream.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    stream.flush()
 
 
 def write_for_option(option: str, path: Path, write: Callable[..., object], *args: Any

@@ -35,6 +35,7 @@ from forge.commands._common import (
     print_json,
     write_for_option,
 )
+from forge.commands._stdout import stdout_for_json
 from forge.errors import OptionError
 from forge.evaluate import DEFAULT_SEED, evaluate
 from forge.executors import check_executor
@@ -47,6 +48,7 @@ from forge.results import AttemptResult, EvalResult, save_result
 __all__ = ["eval_command", "register"]
 
 
+@stdout_for_json  # a harness that prints cannot break the JSON
 def eval_command(
     bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
                                                help="bench file or folder with bench.yaml")],
@@ -89,6 +91,7 @@ def eval_command(
                                 executor=settings, show=err.is_terminal)
     if save is not None:
         write_for_option("--save", save, save_result, result, save)
+    _printed_note(result, save)
     failures = FailureTally.of(result.attempts, result.config_fingerprint)
     if as_json:
         _print_json_summary(result, failures)
@@ -123,6 +126,17 @@ def _config(bench: Bench, config_file: Path | None, assignments: list[str] | Non
         config = bench.registry.with_values(config, dict(parse_assignment(a)
                                                          for a in assignments))
     return config
+
+
+def _printed_note(result: EvalResult, save: Path | None) -> None:
+    """On stderr: how many attempts printed on stdout, and where what they printed is."""
+    printed = sum(1 for a in result.attempts if a.stdout is not None)
+    if not printed:
+        return
+    where = (f"what each printed is in {save}" if save is not None
+             else "--save FILE keeps what each printed")
+    err.print(f"forge: {printed} of {result.n_attempts} attempts printed on stdout; {where} "
+              "(the attempt's \"stdout\")", highlight=False, markup=False, soft_wrap=True)
 
 
 def _print_json_summary(result: EvalResult, failures: FailureTally) -> None:

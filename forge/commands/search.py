@@ -21,6 +21,7 @@ from forge.commands._common import (
     out,
     print_json,
 )
+from forge.commands._stdout import stdout_for_json
 from forge.errors import ExecutorLost, OptionError, StartFailed
 from forge.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
@@ -41,6 +42,7 @@ __all__ = ["register", "search_command"]
 DEFAULT_JOURNALS = Path("journals")
 
 
+@stdout_for_json  # a harness that prints cannot break the JSON
 def search_command(
     bench_path: Annotated[Path | None, typer.Argument(
         metavar="BENCH", help="bench file or folder with bench.yaml")] = None,

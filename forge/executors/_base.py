@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from forge._files import validation_problem
 from forge.errors import OptionError
 from forge.harness._base import AttemptContext, Harness, RunOutput
+from forge.printed import Printed
 from forge.spec import BuildContext, Plugin, PluginRegistry, Spec
 from forge.task import Task
 
@@ -67,6 +68,10 @@ class Prepared:
     ctx: AttemptContext
     end: float | None = None  # when the harness call ended; judging comes after
     overran: bool = False  # not done when its wait ended: timed out, or cancelled
+    #: What the harness printed on stdout: an executor running it here captures into
+    #: it (:func:`forge.printed.capture`); one running it elsewhere replaces it with
+    #: what its worker kept (:meth:`forge.printed.Printed.told`).
+    printed: Printed = field(default_factory=Printed)
 
 
 class Batch(Protocol):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from forge.executors._base import EXECUTORS, Batch, Executor, Prepared
+from forge.printed import capture, captured, release, stdout_router
 
 if TYPE_CHECKING:
     from forge.results import AttemptResult, StopReason
@@ -45,6 +46,8 @@ class LocalExecutor(Executor):
     name = "local"
 
     async def run_batch(self, batch: Batch) -> None:
+        # What an attempt prints goes to its own record, never to forge's stdout.
+        stdout_router()
         fn = batch.harness.sync_callable
         if fn is not None:
             await _run_threads(batch, fn)
@@ -76,7 +79,7 @@ async def _run_coroutines(batch: Batch) -> None:
         i = next_index
         next_index += 1
         p = batch.prepare(i)
-        call = asyncio.ensure_future(harness.run(p.config, p.task, p.ctx))
+        call = asyncio.ensure_future(captured(p.printed, harness.run(p.config, p.task, p.ctx)))
         inflight.add(call)
         return i, p, call
 
@@ -263,10 +266,13 @@ class _Lanes:
         while (slot := self._claim(lane_id)) is not None:
             p = slot.prepared
             raw, exc = None, None
+            token = capture(p.printed)
             try:
                 raw = self.fn(p.config, p.task, p.ctx)
             except BaseException as err:  # even SystemExit from a harness is data
                 exc = err
+            finally:
+                release(token)
             if not self._settle(lane_id, slot):  # the monitor recorded it (timeout, cancel)
                 return  # a replacement lane has taken over; this one bows out
             result = self.batch.judge_here(p, raw, exc, self.loop)

@@ -12,6 +12,9 @@ losing the other workers' work, and a dead worker must cost only its own attempt
 - A worker that dies (``os._exit``, a segfault, the OOM killer) leaves its current
   attempt ``lost`` with the exit code; the worker is replaced, the rest of the
   chunk requeued, and the evaluation goes on.
+- A worker's descriptor 1 is its stderr: what the harness prints through
+  ``sys.stdout`` during an attempt comes back with the attempt, and nothing a worker
+  writes reaches forge's stdout.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
     # workers itself, and a KeyboardInterrupt here would only print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    # The worker's stdout is never forge's: what the harness prints through sys.stdout
+    # comes back with its attempt (run_item), and what it writes below it (os.write,
+    # C code, its children), or when it is imported, goes to stderr.
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
     try:
         fn = load_harness(target, base_dir)
     except BaseException as exc:

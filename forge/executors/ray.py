@@ -5,7 +5,10 @@ is shut down on :meth:`RayExecutor.close`). Each actor imports the harness once 
 runs chunks of attempts, each attempt on a daemon thread bounded by its timeout
 (an actor that had to abandon a stuck call is replaced after its chunk). A lost
 chunk (the actor died, the task was lost) is run again one attempt at a time so
-only the attempt that kills its worker is recorded ``lost``, with the reason.
+only the attempt that kills its worker is recorded ``lost``, with the reason. What
+the harness prints through ``sys.stdout`` during an attempt comes back with it; the
+rest of an actor's output stays in Ray's log files (``log_to_driver`` is off), never
+on forge's stdout.
 
 A node of a cluster lost under a run (its raylet gone, the machine down) is the
 infrastructure's failure, not the attempts': the lanes watch the nodes their actors

@@ -21,7 +21,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -37,6 +37,7 @@ from forge.executors._base import (
     Prepared,
 )
 from forge.harness._base import AttemptContext, AttemptTimeout, RunOutput
+from forge.printed import Printed, capture, release, stdout_router
 from forge.spec import BuildContext, Spec
 from forge.task import Task
 
@@ -69,7 +70,9 @@ class WorkOutcome:
     ``ok``: ``output`` holds the harness's valid output. ``error``: the harness raised
     or returned something invalid; ``error`` says what, exactly as the local lanes
     word it. ``timeout``: no result within the item's timeout. ``lost``: the worker
-    died or the task was lost; ``error`` gives the reason.
+    died or the task was lost; ``error`` gives the reason. ``stdout``: what the
+    harness printed meanwhile, as :meth:`forge.printed.Printed.text` keeps it (not yet
+    redacted: the secrets are registered in forge's process, which redacts it).
     """
 
     index: int
@@ -77,6 +80,7 @@ class WorkOutcome:
     output: RunOutput | None = None
     error: str | None = None
     duration_s: float = 0.0
+    stdout: str | None = None
 
 
 OnOutcome = Callable[[WorkOutcome], None]
@@ -182,6 +186,7 @@ class RemoteExecutor(Executor):
 
 
 async def _conclude(batch: Batch, p: Prepared, outcome: WorkOutcome) -> AttemptResult:
+    p.printed = Printed.told(outcome.stdout)
     if outcome.kind == "ok" and outcome.output is not None:
         judged = batch.score(p, outcome.output)
         result: AttemptResult = await judged if inspect.isawaitable(judged) else judged
@@ -200,11 +205,25 @@ def load_harness(target: str, base_dir: str) -> Callable[..., Any]:
     return fn
 
 
-def run_item(fn: Callable[..., Any], item: WorkItem) -> WorkOutcome:
+def run_item(fn: Callable[..., Any], item: WorkItem, printed: Printed | None = None
+             ) -> WorkOutcome:
     """Run one attempt in this process, as the local lanes would, and check its output.
 
     Every exception of the harness (even SystemExit) is data, as on the local lanes.
+    What it prints on ``sys.stdout`` goes to ``printed`` (a new one if None) and comes
+    back with the outcome.
     """
+    stdout_router()
+    printed = printed if printed is not None else Printed()
+    token = capture(printed)
+    try:
+        outcome = _run_item(fn, item)
+    finally:
+        release(token)
+    return replace(outcome, stdout=printed.text())
+
+
+def _run_item(fn: Callable[..., Any], item: WorkItem) -> WorkOutcome:
     task = Task.model_validate_json(item.task_json)
     start = time.monotonic()
     ctx = AttemptContext.model_construct(seed=item.seed, attempt=item.attempt, split=item.split,
@@ -237,13 +256,14 @@ def run_item_bounded(fn: Callable[..., Any], item: WorkItem) -> tuple[WorkOutcom
     should then be replaced: the stuck call keeps its thread and its CPU).
     """
     box: list[WorkOutcome] = []
-    t = threading.Thread(target=lambda: box.append(run_item(fn, item)), daemon=True)
+    printed = Printed()  # what it printed until the timeout, should it come
+    t = threading.Thread(target=lambda: box.append(run_item(fn, item, printed)), daemon=True)
     t.start()
     t.join(item.timeout_s)
     if box:
         return box[0], False
     return WorkOutcome(item.index, "timeout", None, f"no result within {item.timeout_s:g} s",
-                       item.timeout_s), True
+                       item.timeout_s, printed.text()), True
 
 
 class ChunkQueue:

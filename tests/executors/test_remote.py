@@ -154,6 +154,58 @@ def test_timeouts_and_errors_in_workers_are_recorded_as_locally(make_bench: Make
     assert remote.tasks[2].attempts[0].error == "ValueError: no answer"
 
 
+PRINTING_HARNESS = """
+import sys
+
+print("imported")  # outside any attempt: the worker's stderr
+
+def run(config, task, ctx):
+    print("debug:", task.id, ctx.attempt)
+    sys.stdout.write("{not json\\n")
+    if task.id == "dev-2":
+        raise ValueError("no answer")
+    return {"output": task.expected}
+"""
+
+
+def printed_lines(result: EvalResult) -> dict[tuple[str, int], str | None]:
+    return {(a.task_id, a.attempt): a.stdout for a in result.attempts}
+
+
+def expected_printed(result: EvalResult) -> dict[tuple[str, int], str | None]:
+    return {(a.task_id, a.attempt): f"debug: {a.task_id} {a.attempt}\n{{not json\n"
+            for a in result.attempts}
+
+
+def test_what_a_harness_prints_in_a_worker_comes_back_with_its_attempt(
+        make_bench: MakeBench, capfd: pytest.CaptureFixture[str]) -> None:
+    bench = load_bench(make_bench(PRINTING_HARNESS))
+    local = evaluate(bench, bench.defaults)
+    capfd.readouterr()
+    remote = evaluate(bench, bench.defaults, executor=PROCESS)
+    assert comparable(remote) == comparable(local)
+    assert printed_lines(remote) == expected_printed(remote)
+    assert remote.tasks[2].attempts[0].error == "ValueError: no answer"
+    # Nothing of the workers on this process's descriptor 1, not even the import's line.
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "imported" in err
+
+
+def test_an_attempt_given_up_on_keeps_what_it_printed_before() -> None:
+    from forge.executors.remote import run_item_bounded
+    from forge.task import Task
+
+    def stuck(config: dict[str, Any], task: Task, ctx: Any) -> None:
+        print("started", task.id)
+        time.sleep(5)
+
+    item = WorkItem(0, {}, Task(id="t-1", input=1).model_dump_json(), 1, 0, "dev", 0.3)
+    outcome, abandoned = run_item_bounded(stuck, item)
+    assert abandoned and outcome.kind == "timeout"
+    assert outcome.stdout == "started t-1\n"
+
+
 def test_only_the_python_harness_leaves_the_process() -> None:
     from forge.spec import Spec
 
@@ -226,6 +278,15 @@ def test_ray_gives_the_local_result(ray_local: Any, make_bench: MakeBench) -> No
     assert [(a.task_id, a.attempt) for a in lost] == [("dev-1", 0)]
     assert lost[0].error is not None and lost[0].error.startswith("ray task lost: ")
     assert result.summary()["n_scored"] == result.summary()["n_attempts"] - 1
+
+
+@pytest.mark.ray
+def test_ray_brings_back_what_a_harness_prints(ray_local: Any, make_bench: MakeBench) -> None:
+    bench = load_bench(make_bench(PRINTING_HARNESS))
+    local = evaluate(bench, bench.defaults)
+    remote = evaluate(bench, bench.defaults, executor=ExecutorSettings("ray", workers=2))
+    assert comparable(remote) == comparable(local)
+    assert printed_lines(remote) == expected_printed(remote)
 
 
 SLOW_HARNESS = """

@@ -47,6 +47,17 @@ def test_round_trip_through_the_file(tmp_path: Path) -> None:
     assert again.get("cfgA", "dev", "t1", 2) is None
 
 
+def test_what_an_attempt_printed_is_stored_with_it(tmp_path: Path) -> None:
+    store = AttemptStore(tmp_path / STORE_FILE)
+    printed = att("t1", 0).model_copy(update={"stdout": "debug: t1\n"})
+    store.add("cfg", "dev", [printed, att("t1", 1)])
+    assert AttemptStore(tmp_path / STORE_FILE).get("cfg", "dev", "t1", 0) == printed
+    lines = [json.loads(line) for line in
+             gzip.decompress((tmp_path / STORE_FILE).read_bytes()).decode().splitlines()[1:]]
+    assert [row["result"].get("stdout") for row in lines] == ["debug: t1\n", None]
+    assert "stdout" not in lines[1]["result"]  # a line as before it was kept
+
+
 def test_cancelled_attempts_are_not_stored(tmp_path: Path) -> None:
     path = tmp_path / "attempts.jsonl"
     store = AttemptStore(path)
