@@ -7,6 +7,9 @@ counts attempts and the unscored among them, groups the unscored by *reason* (ho
 attempt stopped and its message, normalised so that the same failure on two tasks is
 one reason: :func:`reason_key`) and keeps, per reason, how many attempts of each config
 it took, and one example: the first attempt it was seen on, with its task and message.
+:func:`unscored_counts` counts a set of attempts by reason (:func:`unscored_label`,
+:func:`count_reasons`) and names its tasks never scored: the one shape
+(:class:`~forge.journal.unscored.UnscoredCounts`) of ``--json``, the journal and review.
 
 :data:`FAILURE_WARN_RATE` is the share of unscored attempts above which ``forge
 search`` and ``forge eval`` warn. The text kept here is the harness's own, unescaped:
@@ -18,13 +21,15 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from forge.journal.unscored import UnscoredCounts
 from forge.results import AttemptResult
 
-__all__ = ["FAILURE_WARN_RATE", "TOP_REASONS", "FailureReason", "FailureTally",
-           "failure_stop", "reason_key"]
+__all__ = ["FAILURE_WARN_RATE", "JSON_REASONS", "NAMED_TASKS", "OTHER_REASONS", "TOP_REASONS",
+           "FailureReason", "FailureTally", "count_reasons", "failure_stop", "label_counts",
+           "reason_key", "unscored_counts", "unscored_label"]
 
 #: Above this share of unscored attempts (unscored / attempts run), a search or an
 #: evaluation says so at its end. A working harness fails rarely (a timeout on a slow
@@ -34,6 +39,16 @@ __all__ = ["FAILURE_WARN_RATE", "TOP_REASONS", "FailureReason", "FailureTally",
 FAILURE_WARN_RATE = 0.05
 #: How many reasons a report shows, the most frequent first.
 TOP_REASONS = 5
+#: How many reasons a count by reason (``--json``, the journal) names, the most frequent
+#: first; the rest are summed under :data:`OTHER_REASONS`, so that the counts always add
+#: up to the unscored attempts while a harness whose every message differs cannot make
+#: the document grow with its attempts.
+JSON_REASONS = 20
+#: The key the reasons past :data:`JSON_REASONS` are summed under (a label always starts
+#: with how its attempts stopped, so no reason is called that).
+OTHER_REASONS = "other"
+#: How many tasks without a scored attempt a count names (by id, in task order).
+NAMED_TASKS = 50
 #: How much of a message the grouping reads (the first line, cut here).
 _KEY_CHARS = 160
 
@@ -69,6 +84,55 @@ def reason_key(message: str | None, task_id: str = "") -> str:
     return _SPACES.sub(" ", head + rest).strip()[:_KEY_CHARS]
 
 
+def unscored_label(attempt: AttemptResult) -> str | None:
+    """The reason ``attempt`` was not scored, as one label (:attr:`FailureReason.label`:
+    ``stop`` or ``stop: normalised message``); None for a scored attempt."""
+    if attempt.scored:
+        return None
+    stop, key = failure_stop(attempt), reason_key(attempt.error, attempt.task_id)
+    return f"{stop}: {key}" if key else stop
+
+
+def count_reasons(labels: Iterable[str], top: int = JSON_REASONS) -> dict[str, int]:
+    """``{label: count}`` of ``labels``, the most frequent first (the first seen first
+    among equals), the ``top`` first and the rest summed under :data:`OTHER_REASONS`."""
+    ranked = Counter(labels).most_common()
+    out = dict(ranked[:top])
+    rest = sum(n for _, n in ranked[top:])
+    if rest:
+        out[OTHER_REASONS] = rest
+    return out
+
+
+def unscored_counts(attempts: Mapping[str, Sequence[AttemptResult]],
+                    tasks: Iterable[str] = ()) -> UnscoredCounts:
+    """The :class:`~forge.journal.records.UnscoredCounts` of ``attempts`` (by task id).
+    ``tasks``: the tasks that were meant to run, in order; one with no attempt at all
+    counts as a task without a score too (it is never left out unsaid)."""
+    return label_counts({task_id: [unscored_label(a) for a in items]
+                         for task_id, items in attempts.items()}, tasks)
+
+
+def label_counts(labels_by_task: Mapping[str, Sequence[str | None]],
+                 tasks: Iterable[str] = ()) -> UnscoredCounts:
+    """As :func:`unscored_counts`, from each attempt's :func:`unscored_label` (None: scored)."""
+    order = list(dict.fromkeys([*tasks, *labels_by_task]))
+    labels: list[str] = []
+    without: list[str] = []
+    n_attempts = 0
+    for task_id in order:
+        items = labels_by_task.get(task_id, ())
+        n_attempts += len(items)
+        mine = [label for label in items if label is not None]
+        labels.extend(mine)
+        if len(mine) == len(items):  # no attempt of the task was scored
+            without.append(task_id)
+    return UnscoredCounts(n_tasks=len(order), n_attempts=n_attempts, n_unscored=len(labels),
+                          unscored_by_reason=count_reasons(labels),
+                          n_tasks_without_score=len(without),
+                          tasks_without_score=without[:NAMED_TASKS])
+
+
 @dataclass
 class FailureReason:
     """One reason attempts failed: how they stopped (``error``, ``timeout``,
@@ -86,7 +150,8 @@ class FailureReason:
 
     @property
     def label(self) -> str:
-        """``stop: key`` (the stop alone for a failure without a message)."""
+        """``stop: key`` (the stop alone for a failure without a message), as
+        :func:`unscored_label` names it."""
         return f"{self.stop}: {self.key}" if self.key else self.stop
 
 

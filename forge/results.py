@@ -51,7 +51,7 @@ StopReason = Literal["completed", "error", "timeout", "cancelled"]
 #: The frozen keys of ``EvalResult.summary()``; scripts and CI read them.
 SUMMARY_KEYS = ("bench", "split", "k", "n_tasks", "n_attempts", "n_scored", "n_unscored",
                 "pass_rate", "mean_score", "metrics", "env_fingerprint", "config_fingerprint",
-                "tasks")
+                "tasks", "unscored_by_reason")
 TASK_SUMMARY_KEYS = ("id", "pass_rate", "mean_score", "n_unscored", "learning_zone")
 _PERCENTILE_METRICS = ("latency",)
 
@@ -237,7 +237,17 @@ class EvalResult(_Frozen):
             "env_fingerprint": self.env_fingerprint,
             "config_fingerprint": self.config_fingerprint,
             "tasks": [t.summary() for t in self.tasks],
+            "unscored_by_reason": self.unscored_by_reason(),
         }
+
+    def unscored_by_reason(self) -> dict[str, int]:
+        """The unscored attempts by reason (:func:`forge.failures.count_reasons`): they
+        add up to ``n_unscored``."""
+        # Imported here: forge.failures reads this module's attempts.
+        from forge.failures import count_reasons, unscored_label
+
+        return count_reasons(label for a in self.attempts
+                             if (label := unscored_label(a)) is not None)
 
 
 class TaskAttempts(Mapping[str, Sequence[AttemptResult]]):

@@ -292,6 +292,27 @@ def run(config, task, ctx):
 """
 
 
+#: A search bench harness that fails as real agents do. ``boost`` is a real gain (0.5 ->
+#: 0.8) that fails no more than the start; the tasks numbered 3 and 7 of every split never
+#: score, whatever the config (the model's answer cannot be parsed); ``knob`` 1 raises on
+#: about a third of the attempts (a tool-call limit). Tasks numbered 0, 4, 8 are passed by
+#: every config. Messages and wrong answers hold markup, for the escaping.
+PARTLY_FAILING = """
+def run(config, task, ctx):
+    record(config, task, ctx)
+    n = int(task.id.rsplit("-", 1)[1])
+    rng = random.Random(ctx.seed)
+    if n % 10 in (3, 7):
+        raise ValueError(f"unparseable JSON from the model on {task.id}: <script>x</script>")
+    if config["knob"] == 1 and rng.random() < 0.3:
+        raise RuntimeError(f"tool call limit hit on {task.id}")
+    if n % 4 == 0:
+        return {"output": task.expected}
+    ok = rng.random() < (0.8 if config["boost"] else 0.5)
+    return {"output": task.expected if ok else f"<img src=x onerror=alert(2)> not {task.id}"}
+"""
+
+
 def search_tasks(n_dev: int = 40, n_val: int = 30, n_test: int = 30, *,
                  critical: int = 0) -> dict[str, list[dict[str, Any]]]:
     """Tasks for a search bench; the first ``critical`` dev and val tasks are tagged

@@ -1,12 +1,23 @@
 """Failure reasons (forge.failures): the same failure on two tasks is one reason, counted
 and charged to the config that had it; the share unscored is judged against the
-threshold."""
+threshold; counts by reason add up, and the tasks never scored are named."""
 
 from __future__ import annotations
 
 import pytest
 
-from forge.failures import FAILURE_WARN_RATE, FailureTally, failure_stop, reason_key
+from forge.failures import (
+    FAILURE_WARN_RATE,
+    JSON_REASONS,
+    NAMED_TASKS,
+    OTHER_REASONS,
+    FailureTally,
+    count_reasons,
+    failure_stop,
+    reason_key,
+    unscored_counts,
+    unscored_label,
+)
 from forge.results import AttemptResult
 
 
@@ -66,3 +77,42 @@ def test_the_warning_threshold_is_a_share_above_five_percent() -> None:
     assert above.alarming
     assert FailureTally().rate is None and not FailureTally().alarming
 
+
+
+# -- counts by reason: --json, the journal, review -----------------------------------------
+
+
+def test_an_attempts_label_is_how_it_stopped_and_its_normalised_message() -> None:
+    assert unscored_label(attempt("dev-03", error="ValueError: bad JSON on dev-03")) == \
+        "error: ValueError: bad JSON on <task>"
+    assert unscored_label(attempt(stop="timeout")) == "timeout"  # no message: the stop alone
+    assert unscored_label(attempt(stop="completed", error="scorer failed: x")) == \
+        "scorer_failed: scorer failed: x"
+    assert unscored_label(attempt(scored=True)) is None
+
+
+def test_counts_by_reason_name_the_most_frequent_and_sum_the_rest_as_other() -> None:
+    labels = ["timeout"] * 5 + ["error: A"] * 3 + [f"error: rare {i}" for i in range(30)]
+    counts = count_reasons(labels)
+    assert list(counts)[:2] == ["timeout", "error: A"]
+    assert len(counts) == JSON_REASONS + 1 and counts[OTHER_REASONS] == 30 - (JSON_REASONS - 2)
+    assert sum(counts.values()) == len(labels)  # they always add up
+    assert count_reasons(["timeout"] * 2) == {"timeout": 2}
+    assert count_reasons([]) == {}
+
+
+def test_unscored_counts_name_the_tasks_that_were_never_scored() -> None:
+    attempts = {
+        "t-1": [attempt("t-1", 0, error="KeyError: x"), attempt("t-1", 1, scored=True)],
+        "t-2": [attempt("t-2", i, stop="timeout") for i in range(3)],
+        "t-3": [attempt("t-3", 0, scored=True)],
+    }
+    counts = unscored_counts(attempts, ["t-0", "t-1", "t-2", "t-3"])
+    assert (counts.n_tasks, counts.n_attempts, counts.n_unscored) == (4, 6, 4)
+    assert counts.unscored_by_reason == {"timeout": 3, "error: KeyError: x": 1}
+    # A task with no attempt at all is one without a score too: never left out unsaid.
+    assert counts.tasks_without_score == ["t-0", "t-2"] and counts.n_tasks_without_score == 2
+    assert counts.rate == pytest.approx(4 / 6)
+    many = unscored_counts({f"t-{i:03d}": [attempt(f"t-{i:03d}")] for i in range(NAMED_TASKS + 7)})
+    assert many.n_tasks_without_score == NAMED_TASKS + 7
+    assert many.tasks_without_score == [f"t-{i:03d}" for i in range(NAMED_TASKS)]

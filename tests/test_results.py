@@ -123,7 +123,8 @@ def test_summary_keys_are_the_frozen_contract() -> None:
     # DESIGN.md, "Results": changing these breaks every script and CI job reading them.
     assert SUMMARY_KEYS == ("bench", "split", "k", "n_tasks", "n_attempts", "n_scored",
                             "n_unscored", "pass_rate", "mean_score", "metrics",
-                            "env_fingerprint", "config_fingerprint", "tasks")
+                            "env_fingerprint", "config_fingerprint", "tasks",
+                            "unscored_by_reason")
     assert TASK_SUMMARY_KEYS == ("id", "pass_rate", "mean_score", "n_unscored",
                                  "learning_zone")
 

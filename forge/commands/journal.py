@@ -1,7 +1,8 @@
 """``forge journal list``, ``forge journal show RUN`` and ``forge journal prune``: review
 search runs, and free the disk space of finished ones.
 
-The reading is in :mod:`forge.review`, the tables in :mod:`forge.report.journal_view`
+The reading is in :mod:`forge.review` (and :mod:`forge.review_failures`, the unscored
+attempts per config), the tables in :mod:`forge.report.journal_view`
 and the pruning in :mod:`forge.journal.prune`; this module only wires options to them. Errors
 are raised as :class:`forge.errors.UserError` subclasses, which ``forge.cli.main``
 prints as one line with exit 2.
@@ -17,11 +18,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from forge.errors import OptionError
 from forge.report.console import run_lines, run_problems, runs_table
 from forge.report.journal_view import run_footer, run_header, steps_table
-from forge.review import list_runs, load_run_records, resolve_run, step_records
+from forge.report.run_failures import unscored_view
+from forge.review import list_runs, load_run_records, resolve_run
+from forge.review_failures import load_run_failures, step_records_with_unscored
 
 __all__ = ["journal_app", "register"]
 
@@ -86,15 +90,20 @@ def show_command(
     as_json: Annotated[bool, typer.Option("--json", help="print only the step records "
                                                          "as a JSON list")] = False,
 ) -> None:
-    """One run step by step: each move, its deltas and bounds, its gates and verdict."""
+    """One run step by step: each move, its deltas and bounds, its gates and verdict, and
+    each config's unscored attempts with their reasons."""
     _check_journals(journals)
-    records = load_run_records(resolve_run(run, journals))
+    folder = resolve_run(run, journals)
+    records = load_run_records(folder)
+    failures = load_run_failures(folder, records)
     if as_json:
-        _print_json(step_records(records))
+        _print_json(step_records_with_unscored(records, failures))
         return
     out = _console()
     out.print(run_header(records))
     out.print(steps_table(records))
+    for item in unscored_view(records, failures):
+        out.print(item, highlight=False, soft_wrap=isinstance(item, Text))
     for line in run_footer(records):
         out.print(line, highlight=False, soft_wrap=True)
 
@@ -138,7 +147,7 @@ def prune_command(
             line = (f"{o.run_id}: {'pruned' if yes else 'would prune'} the attempt store, "
                     f"{_size(o.bytes_before)} -> {_size(o.bytes_after)}: keeps "
                     f"{o.attempts_kept:,} of {o.attempts_before:,} attempts (the incumbents' "
-                    "dev and val attempts the report reads)")
+                    "dev and val attempts and the test split's, which the report reads)")
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     done = [o for o in outcomes if o.action != "skipped"]
     freed = _size(sum(o.freed for o in done))

@@ -4,9 +4,12 @@ A run folder's attempt store holds every attempt the search ran, with its output
 score and metrics: what resuming and reusing need, and by far the largest file of a
 run. Once a run has ended, review (``forge journal show``, ``forge report``,
 ``forge promote``) reads only the journal, ``run.json`` and, for the report's
-per-step scores, the incumbents' first K attempts on the shared-seed streams
+per-step scores, the incumbents' first K attempts on the shared-seed streams, and for
+its viewer the start's and the final config's test attempts
 (:func:`forge.journal.store.read_for_review`). :func:`prune_run` rewrites the store to those
-attempts and records what it did in ``pruned.json`` (:class:`PruneRecord`); nothing
+attempts and records what it did in ``pruned.json`` (:class:`PruneRecord`), with each
+config's unscored attempts counted before the rest go
+(:class:`forge.review_failures.FailureSummary`: what review shows of them); nothing
 else in the folder is touched, nor any promoted config or its provenance, which live
 beside the config they describe.
 
@@ -44,10 +47,12 @@ from forge.journal.store import (
     read_attempts,
     read_for_review,
     review_configs,
+    review_test_k,
     store_bytes,
     store_file,
 )
 from forge.review import RunRecords, load_run_records
+from forge.review_failures import FailureCounter, FailureSummary, kept_failures
 
 __all__ = ["PRUNED_FILE", "PruneOutcome", "PruneRecord", "load_pruned", "prune_run",
            "prune_runs"]
@@ -69,6 +74,9 @@ class PruneRecord(BaseModel):
     bytes_after: int = Field(ge=0)
     #: The store files that were replaced or removed, by name.
     files: list[str]
+    #: What review shows of the unscored attempts, which needs the attempts pruned
+    #: (absent: pruned by a forge before it was kept).
+    failures: FailureSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,7 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
         return PruneOutcome(folder, "skipped", "no attempt store")
     configs, k = review_configs(run), run.info.options.k
     rows = list(read_attempts(store_file(folder)))
-    kept = [row for row in rows if read_for_review(row, configs, k)]
+    kept = [row for row in rows if read_for_review(row, configs, k, review_test_k(run))]
     before = sum(p.stat().st_size for p in files)
     if load_pruned(folder) is not None and files == [folder / STORE_FILE] \
             and len(kept) == len(rows):
@@ -163,9 +171,14 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
                            len(kept), before, len(data))
     if dry_run:
         return outcome
+    # Counting needs every attempt: what review shows of them is kept here, before they go.
+    failures = kept_failures(folder)  # a second prune keeps what the first kept
+    if failures is None:
+        failures = FailureCounter().extend(rows).finish(run)
     record = PruneRecord(pruned_at=datetime.now(UTC), attempts_before=len(rows),
                          attempts_kept=len(kept), bytes_before=before, bytes_after=len(data),
-                         files=[p.name for p in files])
+                         files=[p.name for p in files],
+                         failures=None if failures.missing else failures.summary())
     try:
         atomic_write_text(folder / PRUNED_FILE, record.model_dump_json(indent=2) + "\n")
         atomic_write_bytes(folder / STORE_FILE, data)

@@ -48,6 +48,7 @@ from pydantic import (
 
 from forge._files import validation_problem
 from forge.errors import JournalError
+from forge.journal.unscored import UnscoredCounts
 from forge.moves import Move
 from forge.registry import Scalar
 
@@ -79,6 +80,7 @@ __all__ = [
     "StopReason",
     "StopRecord",
     "TestRecord",
+    "UnscoredCounts",
     "ValBlock",
     "Verdict",
     "parse_record",
@@ -427,6 +429,10 @@ class TestRecord(JournalRecordBase, _Delta):
     k: int | None = None
     p_value_two_sided: Number
     aux: list[AuxCheck] = Field(default_factory=list)
+    #: Later: each config's unscored attempts on test (its tasks never scored are not
+    #: in ``n_tasks``); absent from journals written before.
+    unscored_start: UnscoredCounts | None = None
+    unscored_final: UnscoredCounts | None = None
 
 
 class EndRecord(JournalRecordBase):

@@ -53,6 +53,7 @@ __all__ = [
     "read_attempts",
     "read_for_review",
     "review_configs",
+    "review_test_k",
     "store_bytes",
     "store_file",
 ]
@@ -132,8 +133,10 @@ def read_attempts(path: Path) -> Iterator[StoredAttempt]:
 
 
 #: The attempt streams whose seeds every config shares, so that their means compare
-#: across steps: what review reads of the store (the report's per-step scores).
+#: across steps: what review reads of the store (the report's per-step scores), with
+#: the test split's (the start's and the final config's answers, side by side).
 REVIEW_STREAMS = ("dev", "val")
+TEST_STREAM = "test"
 
 
 def review_configs(run: RunRecords) -> set[str]:
@@ -143,12 +146,22 @@ def review_configs(run: RunRecords) -> set[str]:
     return configs | ({final} if final is not None else set())
 
 
-def read_for_review(row: StoredAttempt, configs: Collection[str], k: int) -> bool:
+def review_test_k(run: RunRecords) -> int:
+    """The attempts a test task the run's test split ran (0: it was not opened)."""
+    return 0 if run.test is None else run.test.k or run.info.options.k
+
+
+def read_for_review(row: StoredAttempt, configs: Collection[str], k: int,
+                    test_k: int = 0) -> bool:
     """Whether review reads ``row``: one of ``configs`` on a shared-seed stream, one of
     the first ``k`` attempts of its task (the search's own means read those; the extra
-    blocks racing adds for close calls exist for a few configs only)."""
-    return (row.config in configs and row.stream in REVIEW_STREAMS
-            and row.result.attempt < k)
+    blocks racing adds for close calls exist for a few configs only), or one of the
+    first ``test_k`` on the test split (only the start and the final config run it)."""
+    if row.config not in configs:
+        return False
+    if row.stream == TEST_STREAM:
+        return row.result.attempt < test_k
+    return row.stream in REVIEW_STREAMS and row.result.attempt < k
 
 
 def store_bytes(lines: Sequence[str]) -> bytes:

@@ -16,9 +16,21 @@ from rich.text import Text
 
 from forge._show import printable
 from forge.failures import FAILURE_WARN_RATE, TOP_REASONS, FailureReason, FailureTally
+from forge.journal.records import TestRecord, UnscoredCounts
 from forge.secrets import clip
 
-__all__ = ["failure_lines", "failure_status", "failure_warning"]
+__all__ = [
+    "NAMED_ON_LINE",
+    "compared_tasks_text",
+    "failure_lines",
+    "failure_status",
+    "failure_warning",
+    "left_out_lines",
+    "share_text",
+]
+
+#: Tasks without a scored attempt a line names before "and N more".
+NAMED_ON_LINE = 5
 
 #: How much of an example message is shown (the whole one is in the attempt store, or
 #: in the result ``forge eval --save`` writes).
@@ -104,3 +116,53 @@ def failure_status(tally: FailureTally | None) -> Text | None:
             label = label[:_STATUS_KEY_CHARS - 1] + "…"
         text += f" · most: {label} ({top[0].count:,})"
     return Text(text, style="bold red" if tally.alarming else "yellow")
+
+
+# -- the test split: what its comparison left out ---------------------------------------------
+
+
+def share_text(counts: UnscoredCounts) -> str:
+    """``140 of 520 (26.9%)``: a config's unscored attempts of its attempts."""
+    rate = counts.rate
+    shown = f" ({rate:.1%})" if rate else ""
+    return f"{counts.n_unscored:,} of {counts.n_attempts:,}{shown}"
+
+
+def compared_tasks_text(test: TestRecord) -> str:
+    """The tasks the test comparison is over: ``19 of 26 tasks × 20 attempts`` when some
+    were left out (a config scored none of their attempts), ``26 tasks × 20 attempts``
+    when none was (a journal from before the counts: the tasks compared)."""
+    total = max((c.n_tasks for c in (test.unscored_start, test.unscored_final)
+                 if c is not None), default=test.n_tasks)
+    tasks = (f"{test.n_tasks} of {total} tasks" if total > test.n_tasks
+             else f"{test.n_tasks} tasks")
+    return tasks + ("" if test.k is None else f" × {test.k} attempts")
+
+
+def left_out_lines(test: TestRecord) -> list[str]:
+    """What the test comparison left out, never silently: each config's unscored attempts,
+    then (when there are any) the tasks that were left out because a config scored none
+    of their attempts, named up to :data:`NAMED_ON_LINE` a config. Plain text with the
+    task ids as written: the caller escapes it for where it goes. None of it for a
+    journal written before the counts were kept."""
+    start, final = test.unscored_start, test.unscored_final
+    if start is None or final is None:
+        return []
+    lines = [f"unscored on test: start {share_text(start)}, final {share_text(final)}"
+             + ("" if start.n_unscored or final.n_unscored else ": every attempt scored")]
+    left_out = max(start.n_tasks, final.n_tasks) - test.n_tasks
+    if start.n_tasks_without_score or final.n_tasks_without_score:
+        named = "; ".join(f"{side} {_named_tasks(counts)}"
+                          for side, counts in (("start", start), ("final", final)))
+        lines.append(f"{left_out} test task{'s' if left_out != 1 else ''} left out of the "
+                     f"comparison, with no scored attempt: {named}")
+    return lines
+
+
+def _named_tasks(counts: UnscoredCounts) -> str:
+    n = counts.n_tasks_without_score
+    if not n:
+        return "none"
+    shown = counts.tasks_without_score[:NAMED_ON_LINE]
+    more = n - len(shown)
+    return f"{n} ({', '.join(shown)}{f' and {more} more' if more > 0 else ''})"

@@ -20,6 +20,7 @@ from forge._show import printable
 from forge.journal import RunOptions
 from forge.journal.records import CandidateRecord, ProposalInvalidRecord
 from forge.report.console import STATUS_STYLE, utc_text
+from forge.report.failures import compared_tasks_text, left_out_lines
 from forge.review import (
     UNFINISHED,
     Delta,
@@ -105,9 +106,10 @@ def _test_row(run: RunRecords) -> Text:
                "not yet: the test split is evaluated once, after the search stops")
         return Text(why, style="dim")
     text = Text(f"{_f(t.start, '.3f')} → {_f(t.final, '.3f')}, Δ {_f(t.delta)} "
-                f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, {t.n_tasks} tasks"
-                f"{'' if t.k is None else f' × {t.k} attempts'}, "
-                f"two-sided p={t.p_value_two_sided:.3g})")
+                f"({t.confidence:.0%} CI {_f(t.ci_low)} .. {_f(t.ci_high)}, "
+                f"{compared_tasks_text(t)}, two-sided p={t.p_value_two_sided:.3g})")
+    for i, line in enumerate(left_out_lines(t)):  # the second: tasks left out
+        text.append("\n" + printable(line), style="bold red" if i else "")
     for gate in t.aux:
         # Version 2 grades the check (within / unclear / beyond); version 1 passed or not.
         status = str(gate.details.get("status", "within" if gate.passed else "beyond"))

@@ -24,7 +24,12 @@ from forge.journal.records import (
     StopRecord,
     TestRecord,
 )
-from forge.report.failures import failure_lines, failure_status
+from forge.report.failures import (
+    compared_tasks_text,
+    failure_lines,
+    failure_status,
+    left_out_lines,
+)
 from forge.search.progress import SearchProgress
 
 if TYPE_CHECKING:
@@ -81,8 +86,9 @@ class SearchView:
         elif isinstance(record, TestRecord):
             self._line(f"[bold]test[/] {_f(record.start, '.3f')} -> {_f(record.final, '.3f')}, "
                        f"Δ {_f(record.delta)} (95% CI {_f(record.ci_low)} .. "
-                       f"{_f(record.ci_high)}) · {record.n_tasks} tasks"
-                       + ("" if record.k is None else f" × {record.k} attempts"))
+                       f"{_f(record.ci_high)}) · {compared_tasks_text(record)}")
+            for line in left_out_lines(record):  # task ids are the bench's text
+                self._line("  " + _safe(line))
             for gate in record.aux:
                 status = gate.details.get("status")
                 mark = _TOLERANCE_MARK.get(str(status), "[green]within[/]" if gate.passed

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from forge.bench import Bench
+from forge.failures import unscored_counts
 from forge.journal.records import (
     AnyRecord,
     AuxCheck,
@@ -23,6 +24,7 @@ from forge.journal.records import (
     SplitDelta,
     StopReason,
     TestRecord,
+    UnscoredCounts,
 )
 from forge.registry import Config
 from forge.results import TaskAttempts
@@ -65,7 +67,7 @@ class Ending:
             rollouts_used=self.rollouts.used, dev=dev, val=val, test=test,
             final_fingerprint=final.fingerprint, cost_total=self.rollouts.cost))
         assert isinstance(end, EndRecord)
-        return self._outcome(end)
+        return self._outcome(end, unscored=self._unscored(final))
 
     def _test(self, final: Config) -> Fetch[SplitDelta]:
         """The test split, opened here, once, after every decision is made."""
@@ -86,7 +88,10 @@ class Ending:
         self.emit(TestRecord.model_validate(
             {**test.as_json(), "confidence": 0.95, "n_tasks": t.n, "k": len(k),
              "p_value_two_sided": two_sided(t),
-             "aux": [AuxCheck.of_result(g) for g in aux]}))
+             "aux": [AuxCheck.of_result(g) for g in aux],
+             # Each config's failures, tasks never scored named: n_tasks counts neither.
+             "unscored_start": unscored_counts(start_test, [t.id for t in tasks]),
+             "unscored_final": unscored_counts(final_test, [t.id for t in tasks])}))
         return test
 
     def stop_at_start(self, failed: FirstFailure) -> SearchOutcome:
@@ -98,15 +103,40 @@ class Ending:
             test=SplitDelta(), final_fingerprint=self.start.fingerprint,
             cost_total=self.rollouts.cost))
         assert isinstance(end, EndRecord)
-        return self._outcome(end, failed)
+        return self._outcome(end, failed, unscored=self._unscored(self.start))
 
-    def _outcome(self, end: EndRecord, failed: FirstFailure | None = None) -> SearchOutcome:
+    def _outcome(self, end: EndRecord, failed: FirstFailure | None = None, *,
+                 unscored: dict[str, dict[str, UnscoredCounts]]) -> SearchOutcome:
         return SearchOutcome(end, [r.journal_json() for r in self.records],
-                             failures=self.rollouts.failures, first_failure=failed)
+                             failures=self.rollouts.failures, first_failure=failed,
+                             unscored=unscored)
+
+    def _unscored(self, final: Config) -> dict[str, dict[str, UnscoredCounts]]:
+        """Per split compared, the start's and the final config's unscored attempts: on
+        dev and val, over the tasks both ran (as the split's means), on the seeds every
+        config shares; on test, over every task, as the test record has them."""
+        out: dict[str, dict[str, UnscoredCounts]] = {}
+        for split, k in (("dev", self.k), ("val", self.k), ("test", self.test_attempts)):
+            if split not in self.bench.splits or not k:
+                continue
+            tasks = self.bench.tasks(split)
+            start, last = (self.rollouts.peek(c, split, tasks, range(k))
+                           for c in (self.start, final))
+            if not (start and last):  # a split not compared (val unopened, no test)
+                continue
+            # Test ran every task: one that left no attempt is named too, as on its line.
+            ids = [t.id for t in tasks] if split == "test" else [t for t in start if t in last]
+            out[split] = {"start": unscored_counts(_only(start, ids), ids),
+                          "final": unscored_counts(_only(last, ids), ids)}
+        return out
 
     def _known(self, config: Config, split: str) -> TaskAttempts:
         """Every attempt of ``config`` on ``split``'s base block the search ran."""
         return self.rollouts.peek(config, split, self.bench.tasks(split), range(self.k))
+
+
+def _only(attempts: TaskAttempts, tasks: list[str]) -> TaskAttempts:
+    return TaskAttempts({t: attempts[t] for t in tasks if t in attempts})
 
 
 def _block(before: TaskAttempts, after: TaskAttempts) -> SplitDelta:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forge.failures import FailureTally
-from forge.journal.records import EndRecord, FirstFailure, StopReason
+from forge.journal.records import EndRecord, FirstFailure, StopReason, UnscoredCounts
 
 __all__ = ["STOP_TEXT", "SearchOutcome"]
 
@@ -22,12 +22,15 @@ class SearchOutcome:
     (:meth:`as_json`, a frozen contract), and the journal's records as written (each
     line's JSON object), for scripts that want them too; ``failures``, every attempt
     the search counted with the unscored by reason and config (:mod:`forge.failures`;
-    not journaled, not in :meth:`as_json`), and on ``start_failed`` the first failure."""
+    not journaled, not in :meth:`as_json`), and on ``start_failed`` the first failure;
+    ``unscored``, per split compared, the start's and the final config's unscored
+    attempts by reason (``{split: {"start": counts, "final": counts}}``)."""
 
     end: EndRecord
     records: list[dict[str, Any]] = field(default_factory=list)
     failures: FailureTally = field(default_factory=FailureTally)
     first_failure: FirstFailure | None = None
+    unscored: dict[str, dict[str, UnscoredCounts]] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -74,10 +77,14 @@ class SearchOutcome:
         return self.end.test.as_json()
 
     def as_json(self) -> dict[str, Any]:
+        # ``unscored`` came later than the rest: last, and ``{}`` for a split not compared.
+        unscored = {split: {side: counts.model_dump(mode="json")
+                            for side, counts in self.unscored.get(split, {}).items()}
+                    for split in ("dev", "val", "test")}
         return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
                 "promotions": self.promotions, "start_config": self.start_config,
                 "final_config": self.final_config, "rollouts_used": self.rollouts_used,
-                "dev": self.dev, "val": self.val, "test": self.test}
+                "dev": self.dev, "val": self.val, "test": self.test, "unscored": unscored}
 
 STOP_TEXT: dict[StopReason, str] = {
     "max_steps": "reached max_steps",

@@ -24,6 +24,7 @@ def test_eval_json_prints_only_the_summary(capsys: pytest.CaptureFixture[str]) -
     assert (summary["bench"], summary["split"], summary["k"]) == ("arith", "dev", 2)
     assert summary["n_tasks"] == 12
     assert summary["n_attempts"] == 24
+    assert summary["n_unscored"] == 0 and summary["unscored_by_reason"] == {}
     assert err == ""
 
 
@@ -215,6 +216,11 @@ def test_eval_json_keeps_its_summary_and_warns_on_stderr(
     summary = json.loads(out)  # stdout is the summary, its frozen keys and no others
     assert tuple(summary) == SUMMARY_KEYS
     assert (summary["n_attempts"], summary["n_unscored"]) == (9, 6)
+    # Why, counted by reason (the same normalised reasons the table shows), adding up.
+    assert summary["unscored_by_reason"] == {
+        "error: KeyError: 'no cached answer for <task> (shard <hex>)'": 3,
+        "error: ValueError: model said: \x1b[#mI refuse\x1b[#m\x00 \u202edetalpmet": 3}
+    assert sum(summary["unscored_by_reason"].values()) == summary["n_unscored"]
     assert err.splitlines() == [
         "forge: warning: 66.7% of attempts failed, more than the 5% forge accepts quietly: "
         "the scores rest on the attempts that finished; fix the reasons above before "

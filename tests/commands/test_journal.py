@@ -1,4 +1,5 @@
-"""``forge journal list`` and ``forge journal show RUN``: tables, the --json contract, errors."""
+"""``forge journal list`` and ``forge journal show RUN``: tables, the --json contract, errors,
+and each config's unscored attempts."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error
+from conftest import PARTLY_FAILING, assert_user_error, stored_rows, write_search_bench
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 from test_review import CUT_AFTER, make_runs, write_fake_run
 
+from forge.launch import launch_search
 from forge.review import STEP_KEYS, load_run_records, step_records
+
+UNPARSEABLE = "error: ValueError: unparseable JSON from the model on <task>: <script>x</script>"
 
 GATE_NAME = re.compile(r"^(dev|val|legal|unscored|aux:.+|floor:.+)$")
 
@@ -182,10 +186,17 @@ def test_show_json_prints_only_the_step_records(capsys: pytest.CaptureFixture[st
                                                 journals: Path) -> None:
     for name in ("boost", "arith", "cut"):
         steps = forge_json(capsys, "journal", "show", name, "--journals", journals, "--json")
-        assert steps == step_records(load_run_records(journals / name))
+        # The journal's records, each with its unscored attempts (none in these runs).
+        assert [{k: v for k, v in s.items() if k != "unscored_attempts"} for s in steps] == \
+            step_records(load_run_records(journals / name))
         assert isinstance(steps, list) and steps
         for step in steps:
             assert set(STEP_KEYS) <= set(step)
+            found = step["unscored_attempts"]
+            assert found is not None or "candidate" not in step or not step["rollouts"]
+            assert "candidate" in step or found is None  # an illegal move ran nothing
+            assert found is None or (found["candidate"]["n_unscored"] ==
+                                     found["incumbent"]["n_unscored"] == 0)
             assert set(step["move"]) == set(step["inverse"]) == {"target", "before", "after"}
             assert step["verdict"] in {"promoted", "rejected", "skipped"}
             assert isinstance(step["rollouts"], int)
@@ -233,3 +244,113 @@ def test_show_a_damaged_run_json_is_one_line_exit_2(capsys: pytest.CaptureFixtur
 def test_journal_without_a_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = forge(capsys, "journal")
     assert code == 2 and "list" in out + err and "show" in out + err
+
+
+# -- unscored attempts per config ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of PARTLY_FAILING: some tasks never score, knob 1 raises often."""
+    root = tmp_path_factory.mktemp("failing")
+    bench = write_search_bench(root / "bench", PARTLY_FAILING)
+    launch_search(bench, run_id="f", journals=root / "journals", seed=5)
+    return root / "journals"
+
+
+def expected_pairs(folder: Path) -> dict[tuple[str, str], tuple[tuple[int, int], tuple[int, int]]]:
+    """Per (candidate, incumbent) of the journal: each one's (attempts, unscored) on the
+    keys both ran, counted from the store's lines as they are written."""
+    by_config: dict[str, dict[tuple[str, str, int], bool]] = {}
+    for row in stored_rows(folder):
+        r = row["result"]
+        scored = r["stop_reason"] == "completed" and r["score"] is not None
+        by_config.setdefault(row["config"], {})[(row["stream"], r["task_id"], r["attempt"])] = \
+            scored
+    out = {}
+    for record in load_run_records(folder).candidates:
+        if record.candidate is None:
+            continue
+        cand, inc = by_config.get(record.candidate, {}), by_config[record.incumbent]
+        shared = [key for key in cand if key in inc]
+        if shared:
+            out[(record.candidate, record.incumbent)] = (
+                (len(shared), sum(not cand[k] for k in shared)),
+                (len(shared), sum(not inc[k] for k in shared)))
+    return out
+
+
+def test_show_json_counts_each_candidates_unscored_attempts_beside_the_incumbents(
+        capsys: pytest.CaptureFixture[str], failing: Path) -> None:
+    steps = forge_json(capsys, "journal", "show", "f", "--journals", failing, "--json")
+    expected = expected_pairs(failing / "f")
+    seen_worse = False
+    for step in steps:
+        assert tuple(step)[:len(STEP_KEYS)] == STEP_KEYS  # the contract's keys first
+        found = step["unscored_attempts"]
+        if "candidate" not in step:
+            assert found is None
+            continue
+        (n_cand, u_cand), (n_inc, u_inc) = expected[(step["candidate"], step["incumbent"])]
+        cand, inc = found["candidate"], found["incumbent"]
+        assert (cand["n_attempts"], cand["n_unscored"]) == (n_cand, u_cand)
+        assert (inc["n_attempts"], inc["n_unscored"]) == (n_inc, u_inc)
+        assert sum(cand["unscored_by_reason"].values()) == u_cand
+        assert UNPARSEABLE in cand["unscored_by_reason"]  # every config fails those tasks
+        if step["move"] == {"target": "knob", "before": 2, "after": 1}:
+            # knob 1 raises on a third of its attempts: more than the incumbent, why named.
+            assert u_cand > u_inc
+            assert cand["unscored_by_reason"]["error: RuntimeError: tool call limit hit on "
+                                              "<task>"] == u_cand - u_inc
+            seen_worse = True
+    assert seen_worse
+
+
+def test_show_prints_each_configs_unscored_share_and_reasons(
+        capsys: pytest.CaptureFixture[str], failing: Path) -> None:
+    code, out, err = forge(capsys, "journal", "show", "f", "--journals", failing)
+    assert code == 0, err
+    run = load_run_records(failing / "f")
+    start = run.start
+    assert start is not None
+    rows = stored_rows(failing / "f")
+    mine = [r["result"] for r in rows if r["config"] == start.fingerprint]
+    unscored = sum(r["stop_reason"] != "completed" for r in mine)
+    total = sum(r["stop_reason"] != "completed" for r in (row["result"] for row in rows))
+    assert f"unscored attempts by config: {total:,} of {len(rows):,}" in out
+    table = out[out.index("unscored attempts by config"):]
+    start_row = next(line for line in table.splitlines() if "start config" in line)
+    assert f"{unscored:,} of {len(mine):,} ({unscored / len(mine):.1%})" in start_row
+    assert "tool call limit hit on <task>" in table  # knob 1's own reason, on its row
+    assert "knob 2 → 1" in table and "final config" in table
+    assert "unparseable JSON from the model on <task>: <script>x</script>" in table
+    # The header's test row names the test tasks the comparison left out.
+    assert "unscored on test: start 120 of 600 (20.0%), final 120 of 600 (20.0%)" in out
+    assert ("6 test tasks left out of the comparison, with no scored attempt: start 6 "
+            "(test-03, test-07, test-13, test-17, test-23 and 1 more)") in out
+
+
+def test_show_gives_the_same_counts_after_a_prune(
+        capsys: pytest.CaptureFixture[str], failing: Path, tmp_path: Path) -> None:
+    journals = tmp_path / "j"
+    shutil.copytree(failing / "f", journals / "f")
+    before = forge_json(capsys, "journal", "show", "f", "--journals", journals, "--json")
+    text = forge(capsys, "journal", "show", "f", "--journals", journals)[1]
+    assert forge(capsys, "journal", "prune", "--journals", journals, "--yes")[0] == 0
+    assert len(stored_rows(journals / "f")) < len(stored_rows(failing / "f"))
+    assert forge_json(capsys, "journal", "show", "f", "--journals", journals,
+                      "--json") == before
+    assert forge(capsys, "journal", "show", "f", "--journals", journals)[1] == text
+
+
+def test_show_says_when_the_counts_cannot_be_known(
+        capsys: pytest.CaptureFixture[str], failing: Path, tmp_path: Path) -> None:
+    journals = tmp_path / "j"
+    shutil.copytree(failing / "f", journals / "f")
+    (journals / "f" / "attempts.jsonl.gz").unlink()
+    code, out, err = forge(capsys, "journal", "show", "f", "--journals", journals)
+    assert code == 0, err
+    assert ("unscored attempts by config: not known: the run folder has no attempt store; "
+            "the test split's are in the test row above") in " ".join(out.split())
+    steps = forge_json(capsys, "journal", "show", "f", "--journals", journals, "--json")
+    assert all(s["unscored_attempts"] is None for s in steps)

@@ -1,5 +1,6 @@
 """``forge search`` with a harness that fails: at once when the start config cannot be
-scored, loudly when too many attempts fail; and the commands that take a run further."""
+scored, loudly when too many attempts fail, counted by reason in ``--json`` and named on
+the test line; and the commands that take a run further."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, forget_bench_harness, stored_rows, write_search_bench
+from conftest import PARTLY_FAILING, ROOT, forget_bench_harness, stored_rows, write_search_bench
 from conftest import run_forge as forge
 
 from forge.journal.records import StopRecord
@@ -91,6 +92,13 @@ def test_json_output_of_a_failed_start_is_the_result_object_alone(
     result = json.loads(out)  # stdout is the one document, as on success
     assert (result["run_id"], result["stop_reason"], result["steps"]) == ("r", "start_failed", 0)
     assert result["rollouts_used"] == 8 and result["test"] == {}
+    # Why, counted: every attempt of the start's first chunk, for one reason.
+    assert result["unscored"]["test"] == result["unscored"]["val"] == {}
+    start = result["unscored"]["dev"]["start"]
+    assert (start["n_attempts"], start["n_unscored"]) == (8, 8)
+    assert start["n_tasks_without_score"] == start["n_tasks"] == 2
+    [(reason, count)] = start["unscored_by_reason"].items()
+    assert count == 8 and reason.startswith("error: ConnectionError: model endpoint")
     assert "forge journal show" not in out + err  # next steps are for people
     assert err.splitlines()[-1].startswith("forge: search r stopped:")
 
@@ -202,3 +210,50 @@ def test_no_test_ends_without_the_test_split_and_the_run_cannot_be_promoted(
     code, out, err = forge(capsys, "search", "--resume", "n", "--journals", journals,
                            "--no-test")
     assert code == 2 and "--no-test" in err
+
+
+# -- unscored attempts in --json and on the test line ---------------------------------------
+
+#: The tasks of PARTLY_FAILING's test split (30) that no config ever scores.
+NEVER_SCORED = [f"test-{i:02d}" for i in range(30) if i % 10 in (3, 7)]
+UNPARSEABLE = "error: ValueError: unparseable JSON from the model on <task>: <script>x</script>"
+
+
+def test_search_json_counts_unscored_attempts_by_reason_and_the_test_line_names_the_tasks(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bench = write_search_bench(tmp_path / "bench", PARTLY_FAILING)
+    journals = tmp_path / "j"
+    code, out, err = forge(capsys, "search", bench, "--journals", journals, "--run-id", "u",
+                           "--json")
+    assert code == 0, err
+    result = json.loads(out)  # still the one document, with the counts added last
+    assert list(result)[-1] == "unscored" and set(result["unscored"]) == {"dev", "val", "test"}
+    test = result["unscored"]["test"]
+    for side in ("start", "final"):
+        counts = test[side]
+        # Every test task, 20 attempts each; the six that always raise are named.
+        assert (counts["n_tasks"], counts["n_attempts"]) == (30, 600)
+        assert counts["tasks_without_score"] == NEVER_SCORED
+        assert counts["n_tasks_without_score"] == len(NEVER_SCORED)
+        assert counts["unscored_by_reason"] == {UNPARSEABLE: 20 * len(NEVER_SCORED)}
+        assert counts["n_unscored"] == 20 * len(NEVER_SCORED)
+        for split in ("dev", "val"):
+            # On the tasks both configs ran, the first k attempts: the same tasks fail.
+            block = result["unscored"][split][side]
+            assert block["n_attempts"] == 4 * block["n_tasks"] > 0
+            assert block["n_unscored"] == 4 * block["n_tasks_without_score"]
+            assert all(int(t[-1]) in (3, 7) for t in block["tasks_without_score"])
+            assert sum(block["unscored_by_reason"].values()) == block["n_unscored"]
+    # The journal's test record holds the same counts (journal show and report read it).
+    record = next(r for r in records(journals / "u") if r["kind"] == "test")
+    assert (record["unscored_start"], record["unscored_final"]) == (test["start"], test["final"])
+    assert record["n_tasks"] == 30 - len(NEVER_SCORED)
+    # The test line (on stderr with --json) never drops them silently.
+    lines = err.splitlines()
+    line = next(i for i, text in enumerate(lines) if text.startswith("test "))
+    assert lines[line].endswith(f" · {30 - len(NEVER_SCORED)} of 30 tasks × 20 attempts")
+    assert lines[line + 1] == ("  unscored on test: start 120 of 600 (20.0%), "
+                               "final 120 of 600 (20.0%)")
+    named = "6 (test-03, test-07, test-13, test-17, test-23 and 1 more)"
+    assert lines[line + 2] == ("  6 test tasks left out of the comparison, with no scored "
+                               f"attempt: start {named}; final {named}")

@@ -2,7 +2,8 @@
 
 The run pruned is the golden search of tests/test_journal_compat.py (tests/data/verdicts,
 a promotion, a few seconds). After pruning, ``forge journal show``, ``forge report`` and
-``forge promote`` give what they gave before; a resume is refused in one line; a dry run,
+``forge promote`` give what they gave before (the unscored attempts of each config
+included, though most attempts are gone); a resume is refused in one line; a dry run,
 a running run and an unfinished one (without --force) change nothing.
 """
 
@@ -19,6 +20,7 @@ from forge.journal import lock_run
 from forge.journal.prune import PRUNED_FILE, load_pruned
 from forge.journal.store import PLAIN_STORE_FILE, STORE_FILE, attempt_line, read_attempts
 from forge.report.html import render_html
+from forge.review import load_run_records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BENCH = DATA / "verdicts"
@@ -62,7 +64,8 @@ def test_a_dry_run_says_what_it_would_free_and_changes_nothing(
     assert code == 0, err
     lines = out.strip().splitlines()
     assert lines[0].startswith("golden: would prune the attempt store, ")
-    assert "attempts (the incumbents' dev and val attempts the report reads)" in lines[0]
+    assert ("attempts (the incumbents' dev and val attempts and the test split's, which the "
+            "report reads)") in lines[0]
     assert lines[-1].startswith("would free ") and "nothing was changed: add --yes" in lines[-1]
     assert snapshot(journals) == before  # not a byte, not a time, no lock file left
     dry = run_forge_json(capsys, "journal", "prune", "golden", "--journals", journals, "--json")
@@ -87,12 +90,27 @@ def test_prune_frees_bytes_and_show_report_and_promote_still_work(
     assert done[0]["action"] == "pruned"
     assert done[0]["bytes_freed"] == dry[0]["bytes_freed"] > 0  # the dry run's figure
     assert before - size(folder) == done[0]["bytes_freed"] - (folder / PRUNED_FILE).stat().st_size
-    assert size(folder) * 2 < before
+    assert size(folder) < before
     record = load_pruned(folder)
     assert record is not None and record.attempts_before == len(rows) == done[0][
         "attempts_before"]
     kept = list(read_attempts(folder / STORE_FILE))
     assert 0 < len(kept) == record.attempts_kept < len(rows)
+    # What review reads, and only that: the incumbents' first k dev and val attempts,
+    # and the test split's (only the start and the final config run it).
+    run = load_run_records(folder)
+    k, incumbents = run.info.options.k, {fp for _, fp, _ in run.incumbents}
+    assert run.test is not None and run.start is not None
+    expected = [r for r in rows if (r.stream in ("dev", "val") and r.result.attempt < k
+                                    and r.config in incumbents)
+                or (r.stream == "test" and r.config in {run.start.fingerprint,
+                                                         run.final_fingerprint})]
+    assert {r.stream for r in expected} == {"dev", "val", "test"}
+    assert [attempt_line(r.config, r.stream, r.result) for r in kept] == [
+        attempt_line(r.config, r.stream, r.result) for r in expected]
+    # The unscored attempts are counted before the rest go: review shows what it did.
+    assert record.failures is not None
+    assert set(record.failures.configs) == {r.config for r in rows}
     assert {attempt_line(r.config, r.stream, r.result) for r in kept} <= {
         attempt_line(r.config, r.stream, r.result) for r in rows}
     assert {name: (folder / name).read_bytes() for name in keep} == kept_bytes

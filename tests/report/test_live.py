@@ -27,7 +27,7 @@ from rich.console import Console
 
 from forge.cli import main
 from forge.failures import FailureTally
-from forge.journal.records import ProposalInvalidRecord
+from forge.journal.records import ProposalInvalidRecord, TestRecord, UnscoredCounts
 from forge.launch import launch_search
 from forge.moves import Move
 from forge.registry import Registry, load_registry
@@ -345,3 +345,47 @@ def test_the_decision_lines_escape_what_a_harness_or_a_model_wrote() -> None:
     text = console.export_text()
     assert "\x1b" not in text and "\x07" not in text
     assert "reply \\x1b]0;owned\\x07 [bold]x[/]" in text  # markup shown, not applied
+
+
+def test_the_test_line_names_the_tasks_it_left_out_and_both_configs_unscored() -> None:
+    # 26 test tasks: the final config never scored 7 of them (it raises on its hard
+    # tasks), the start one of them: 19 were compared, and the line says which were not.
+    never = [f"test-{i:02d}" for i in (2, 5, 9, 11, 17, 20, 23)]
+    ids = [f"test-{i:02d}" for i in range(26)]
+    start = UnscoredCounts(n_tasks=26, n_attempts=520, n_unscored=20,
+                           unscored_by_reason={"timeout": 20}, n_tasks_without_score=1,
+                           tasks_without_score=["test-05"])
+    final = UnscoredCounts(n_tasks=26, n_attempts=520, n_unscored=140,
+                           unscored_by_reason={"error: ValueError: too long": 140},
+                           n_tasks_without_score=7, tasks_without_score=never)
+    assert set(never) <= set(ids)
+    record = TestRecord(start=0.244, final=1.0, delta=0.685, ci_low=0.494, ci_high=0.876,
+                        confidence=0.95, n_tasks=19, k=20, p_value_two_sided=1e-6,
+                        unscored_start=start, unscored_final=final)
+    console = Console(width=300, record=True, color_system=None, file=io.StringIO())
+    SearchView(console).on_record(record)
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("test 0.244 -> 1.000, Δ +0.685 (95% CI +0.494 .. +0.876)")
+    assert lines[0].endswith(" · 19 of 26 tasks × 20 attempts")
+    assert lines[1] == "  unscored on test: start 20 of 520 (3.8%), final 140 of 520 (26.9%)"
+    assert lines[2] == ("  7 test tasks left out of the comparison, with no scored attempt: "
+                        "start 1 (test-05); final 7 (test-02, test-05, test-09, test-11, "
+                        "test-17 and 2 more)")
+    # A journal of before the counts: the line as it was.
+    console = Console(width=300, record=True, color_system=None, file=io.StringIO())
+    SearchView(console).on_record(record.model_copy(update={"unscored_start": None,
+                                                            "unscored_final": None}))
+    [line] = console.export_text().splitlines()
+    assert line.endswith(" · 19 tasks × 20 attempts")
+
+
+def test_the_test_line_escapes_the_task_ids_it_names() -> None:
+    hostile = "t-\x1b[2J[bold]x[/]"
+    counts = UnscoredCounts(n_tasks=2, n_attempts=4, n_unscored=2, n_tasks_without_score=1,
+                            tasks_without_score=[hostile], unscored_by_reason={"timeout": 2})
+    record = TestRecord(start=0.5, final=0.5, delta=0.0, confidence=0.95, n_tasks=1, k=2,
+                        p_value_two_sided=1.0, unscored_start=counts, unscored_final=counts)
+    console = Console(width=300, record=True, color_system=None, file=io.StringIO())
+    SearchView(console).on_record(record)
+    text = console.export_text()
+    assert "\x1b" not in text and "t-\\x1b[2J[bold]x[/]" in text

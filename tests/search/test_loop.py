@@ -599,7 +599,7 @@ def test_search_json_prints_only_the_result_object(
     assert code == 0
     result = json.loads(out)  # the whole of stdout is one JSON document
     assert set(result) == {"run_id", "stop_reason", "steps", "promotions", "start_config",
-                           "final_config", "rollouts_used", "dev", "val", "test"}
+                           "final_config", "rollouts_used", "dev", "val", "test", "unscored"}
     assert result["run_id"] == "js"
     assert result["stop_reason"] == "local_optimum"
     assert result["promotions"] == [{"step": 1, "target": "boost", "before": False,
@@ -612,9 +612,15 @@ def test_search_json_prints_only_the_result_object(
         assert set(block) == {"start", "final", "delta", "ci_low", "ci_high"}
         assert block["ci_low"] < block["delta"] < block["ci_high"]
         assert block["delta"] == pytest.approx(block["final"] - block["start"])
+        # Every attempt of this harness is scored: counted, and none unscored.
+        for side in ("start", "final"):
+            counts = result["unscored"][split][side]
+            assert counts["n_attempts"] > 0 and counts["n_unscored"] == 0
+            assert counts["unscored_by_reason"] == {} and counts["tasks_without_score"] == []
     assert "step" in err  # the live view went to stderr
     end = json.loads((tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()[-1])
-    assert {k: end[k] for k in result} == result
+    assert {k: end[k] for k in result if k != "unscored"} == \
+        {k: v for k, v in result.items() if k != "unscored"}
 
 
 # -- (h) the rollout budget --------------------------------------------------------------------

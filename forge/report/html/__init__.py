@@ -2,11 +2,14 @@
 
 The page shows the incumbent's dev and val score per step with 95% bands, a forest
 plot of every candidate decision, the rollout budget spent, the auxiliary metrics
-at each promotion, the final config's learning-zone tasks and the test result.
-Charts are inline SVG generated here; the page loads nothing from the network.
+at each promotion, the final config's learning-zone tasks, the test result, each
+config's unscored attempts with their reasons, and the start's and the final config's
+answers side by side. Charts are inline SVG generated here; the page loads nothing
+from the network.
 
 Modules: ``_data`` reads the run folder, ``_svg`` holds drawing primitives,
-``_charts`` draws, ``_page`` assembles the page.
+``_charts`` draws, ``_tables`` and ``_failures`` tabulate, ``_viewer`` shows the
+answers, ``_page`` assembles the page.
 """
 
 from __future__ import annotations

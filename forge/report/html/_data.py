@@ -1,5 +1,7 @@
 """What the HTML report shows, read from a run folder: ``run.json``, the journal, and
-the attempt store.
+the attempt store (read once: the per-step scores, every config's unscored attempts
+(:mod:`forge.review_failures`) and the viewer's answers (:mod:`._viewer`) from the
+same pass).
 
 The journal says what was decided; the attempt store says how well each incumbent
 did. Per-step scores come from the store rather than the journal because the
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +28,18 @@ from forge.journal.records import (
     StopRecord,
     TestRecord,
 )
-from forge.journal.store import read_attempts, read_for_review, review_configs, store_file
+from forge.journal.store import (
+    StoredAttempt,
+    read_attempts,
+    read_for_review,
+    review_configs,
+    review_test_k,
+    store_file,
+)
 from forge.moves import Move
+from forge.report.html._viewer import ViewerData
 from forge.review import load_run_records
+from forge.review_failures import FailureCounter, RunFailures, kept_failures
 from forge.stats.paired import Interval, mean_interval
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "number"]
@@ -82,6 +94,10 @@ class RunReport:
     k: int
     #: ``proposal_invalid`` records: replies a proposer refused (no move, no rollouts).
     invalid: list[ProposalInvalidRecord] = field(default_factory=list)
+    #: Every config's unscored attempts (none known without a whole store: ``missing``).
+    failures: RunFailures = field(default_factory=lambda: RunFailures(missing="not read"))
+    #: The start's and the final config's answers (None without an attempt store).
+    viewer: ViewerData | None = None
 
     @property
     def promoted(self) -> list[CandidateRecord]:
@@ -101,7 +117,17 @@ def load_report(folder: Path) -> RunReport:
 
     attempts_path = store_file(folder)
     has_attempts = attempts_path.exists()
-    scores = _read_scores(attempts_path, review_configs(run), k)
+    # The counts pruned.json kept, or (none kept) counted in the same pass as the scores.
+    failures = kept_failures(folder)
+    counter = FailureCounter() if failures is None else None
+    # Attempt indices the viewer reads a stream: k, and on test what the test ran.
+    viewer = ViewerData(chain[0][1], final, {"dev": k, "val": k, "test": review_test_k(run)}
+                        ) if has_attempts else None
+    readers = [r.add for r in (counter, viewer) if r is not None]
+    scores = _read_scores(attempts_path, review_configs(run), k, readers)
+    if counter is not None:
+        failures = counter.finish(run)
+    assert failures is not None
 
     incumbents = [Incumbent(step=step, fingerprint=fp, move=move,
                             dev=_interval(scores.get((fp, "dev"))),
@@ -118,11 +144,14 @@ def load_report(folder: Path) -> RunReport:
     return RunReport(folder=folder, info=info, start=run.start, decisions=decisions,
                      stop=run.stop, test=run.test, end=run.end, incumbents=incumbents,
                      last_step=last_step, final_fingerprint=final, has_attempts=has_attempts,
-                     zone=zone, dev_tasks_final=len(final_dev), k=k, invalid=run.invalid)
+                     zone=zone, dev_tasks_final=len(final_dev), k=k, invalid=run.invalid,
+                     failures=failures, viewer=viewer)
 
 
-def _read_scores(path: Path, wanted: set[str], k: int) -> _Scores:
-    """Scored attempts of the ``wanted`` configs on the shared-seed streams.
+def _read_scores(path: Path, wanted: set[str], k: int,
+                 readers: Sequence[Callable[[StoredAttempt], None]] = ()) -> _Scores:
+    """Scored attempts of the ``wanted`` configs on the shared-seed streams; every row
+    is handed to each of ``readers`` too (one pass over the store).
 
     Only attempt indices below ``k`` count: the search's own means use those, and
     the extra blocks racing adds for close calls exist for a few configs only.
@@ -130,6 +159,8 @@ def _read_scores(path: Path, wanted: set[str], k: int) -> _Scores:
     """
     out: _Scores = defaultdict(lambda: defaultdict(dict))
     for row in read_attempts(path):
+        for reader in readers:
+            reader(row)
         a = row.result
         if not read_for_review(row, wanted, k) or not a.scored or a.score is None:
             continue

@@ -2,10 +2,11 @@
 
 The page is self-contained: styles and the one small script are inline, charts are
 inline SVG, and a Content-Security-Policy forbids every network load, so it opens
-offline and cannot phone home even if a journal's text tried to. The script only
-checks that each chart was laid out with content and records the outcome on
+offline and cannot phone home even if a journal's text tried to. The script checks
+that each chart was laid out with content and records the outcome on
 ``<html data-render="ok">``, with each chart's box in ``data-boxes`` (what the
-browser test reads to find the charts in its screenshot).
+browser test reads to find the charts in its screenshot); and it runs the viewer's
+filter (the tasks that changed alone, or every task).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from forge.journal.records import SplitDelta, TestRecord
+from forge.report.failures import compared_tasks_text
 from forge.report.html._charts import (
     budget_chart,
     forest_plot,
@@ -21,8 +23,10 @@ from forge.report.html._charts import (
     split_chart,
 )
 from forge.report.html._data import RunReport, number
+from forge.report.html._failures import failures_section, left_out_html
 from forge.report.html._svg import esc, fmt
 from forge.report.html._tables import decisions_table, tolerance_status, tolerance_table
+from forge.report.html._viewer import viewer_section
 
 __all__ = ["render_page"]
 
@@ -71,6 +75,17 @@ tr.changed td { background: #dafbe1; }
 .bar-bg { display: inline-block; width: 160px; height: 10px; background: #eaeef2;
           vertical-align: middle; margin-right: 8px; }
 code { font-size: 12.5px; background: #f6f8fa; padding: 0 3px; border-radius: 3px; }
+td.unscored small { max-width: 180px; }
+p.left-out { color: #a40e26; font-weight: 600; }
+table.viewer { width: 100%; table-layout: fixed; }
+table.viewer th:first-child, table.viewer td:first-child { width: 140px; }
+table.viewer tr.task-head td { background: #f6f8fa; border-top: 2px solid #d8dee4; }
+table.viewer tbody[hidden] { display: none; }
+td.answer pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0 0;
+                font-size: 12px; max-height: 180px; overflow: auto; }
+td.answer .outcome { font-size: 12px; font-weight: 600; }
+td.answer.passed .outcome { color: #116329; } td.answer.failed .outcome { color: #a40e26; }
+td.answer.unscored { background: #fff8c5; } td.answer.unscored .outcome { color: #9a6700; }
 footer { color: #57606a; font-size: 12px; margin-top: 36px; }
 """
 
@@ -93,6 +108,24 @@ _CHECK_SCRIPT = """
   root.setAttribute("data-charts", String(charts.length));
   root.setAttribute("data-boxes", boxes.join(";"));  // page pixels: a test crops these
   root.setAttribute("data-render", problems.length ? "failed: " + problems.join("; ") : "ok");
+})();
+(function () {
+  // The viewer's filter: the tasks that changed alone, or every task.
+  var box = document.getElementById("viewer-changed");
+  if (!box) { return; }
+  var tasks = document.querySelectorAll("tbody.viewer-task");
+  var count = document.getElementById("viewer-count");
+  function apply() {
+    var shown = 0;
+    tasks.forEach(function (t) {
+      var hide = box.checked && t.getAttribute("data-changed") !== "1";
+      t.hidden = hide;
+      if (!hide) { shown += 1; }
+    });
+    count.textContent = shown + " of " + tasks.length + " tasks shown";
+  }
+  box.addEventListener("change", apply);
+  apply();
 })();
 """
 
@@ -154,7 +187,8 @@ def _test_section(report: RunReport) -> str:
             f"{esc(fmt(number(test.start)))} → {esc(fmt(number(test.final)))}, "
             f"Δ {esc(fmt(delta, '+.3f'))} (95% CI {esc(fmt(low, '+.3f'))} .. "
             f"{esc(fmt(high, '+.3f'))}), p = {esc(fmt(p, '.3g'))} two-sided, "
-            f"{esc(test.n_tasks)} tasks: {esc(words)}.</p>")
+            f"{esc(compared_tasks_text(test))}: {esc(words)}.</p>")
+        out.append(left_out_html(test))
         out.append(tolerance_table(test))
     blocks: list[tuple[str, SplitDelta | TestRecord]] = []
     if report.end is not None:
@@ -288,6 +322,11 @@ def render_page(report: RunReport) -> str:
         _aux_table(report),
         "<h2>Learning-zone tasks</h2>",
         _zone_table(report),
+        "<h2>Unscored attempts by config</h2>",
+        failures_section(report),
+        "<h2>What the agent did: start and final, task by task</h2>",
+        viewer_section(report.viewer, None if report.has_attempts
+                       else "no attempt store in the run folder"),
         "<h2>Config: start → final</h2>",
         _config_table(report),
         f"<footer>forge report of <code>{esc(report.folder)}</code>. Self-contained: it "

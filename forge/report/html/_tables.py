@@ -3,7 +3,8 @@
 The charts carry the same facts in tooltips, which neither a printout nor a screen
 reader shows: a val refusal, a tolerance refusal and a screening drop must read
 differently on paper, so each decision's stage, failing gate and reason is a table
-cell here, and so is every start-to-final tolerance check of the test split.
+cell here, and so is every start-to-final tolerance check of the test split, and
+each decision's unscored attempts (the candidate's beside the incumbent's).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from forge.journal.records import AuxCheck, CandidateRecord, TestRecord
 from forge.report.html._charts import move_text
 from forge.report.html._data import RunReport
+from forge.report.html._failures import unscored_cell
 from forge.report.html._svg import esc
 
 __all__ = ["decisions_table", "tolerance_status", "tolerance_table"]
@@ -101,7 +103,8 @@ def _reasons(d: CandidateRecord) -> str:
 
 
 def decisions_table(report: RunReport) -> str:
-    """One row per candidate decision: step, move, verdict, stage, failing gate and why."""
+    """One row per candidate decision: step, move, verdict, stage, failing gate, why, and
+    the candidate's unscored attempts beside the incumbent's on the same seeds."""
     if not report.decisions:
         return ""
     rows = []
@@ -115,7 +118,7 @@ def decisions_table(report: RunReport) -> str:
                     f"<small>{esc(d.proposer)}</small></td>"
                     f'<td class="verdict-{d.verdict}"><b>{esc(d.verdict)}</b></td>'
                     f"<td>{esc(_stage(d))}</td><td><code>{esc(failing)}</code></td>"
-                    f"<td>{_reasons(d)}</td></tr>")
+                    f"<td>{_reasons(d)}</td>{unscored_cell(report, d)}</tr>")
     return ('<table id="decisions-table"><tr><th>step</th><th>move · proposer</th>'
-            "<th>verdict</th><th>decided at</th><th>failing gate</th><th>why</th></tr>"
-            f'{"".join(rows)}</table>')
+            "<th>verdict</th><th>decided at</th><th>failing gate</th><th>why</th>"
+            f'<th>unscored</th></tr>{"".join(rows)}</table>')

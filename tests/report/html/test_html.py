@@ -460,7 +460,10 @@ def test_every_decision_says_where_it_was_decided_which_gate_refused_it_and_why(
     assert len(rows) == len(decisions)
     stages = {}
     for row, d in zip(rows, decisions, strict=True):
-        step, _, verdict, stage, gate, why = row
+        step, _, verdict, stage, gate, why, unscored = row
+        # This harness fails nowhere: each decision says so, for both configs.
+        assert unscored == "—" or re.fullmatch(
+            r"0 of [\d,]+ incumbent, same seeds: 0 of [\d,]+", unscored), unscored
         assert (step, verdict) == (str(d["step"]), d["verdict"])
         failing = [g for g in d["gates"] if not g["passed"]]
         assert gate == (failing[0]["name"] if failing else "—")
@@ -532,15 +535,22 @@ document.documentElement.setAttribute("data-visible-text", document.body.innerTe
 </script></body>"""
 
 
-def test_chromium_shows_the_tolerance_check_and_each_refusal_as_visible_text(
-        traps: Path, tmp_path: Path) -> None:
-    exe = chromium()
+def probed_report(run: Path, tmp_path: Path, probe: str) -> Path:
+    """``forge report`` of ``run`` (``tmp_path/report.html``), and a copy of the page with
+    ``probe`` (a script, then ``</body>``) in place of its end: the copy's path."""
     page = tmp_path / "report.html"
-    assert main(["report", str(traps), "--html", str(page)]) == 0
+    assert main(["report", str(run), "--html", str(page)]) == 0
     probed = tmp_path / "probed.html"
     text = page.read_text(encoding="utf-8")
     assert text.count("</body>") == 1
-    probed.write_text(text.replace("</body>", VISIBLE_TEXT_PROBE), encoding="utf-8")
+    probed.write_text(text.replace("</body>", probe), encoding="utf-8")
+    return probed
+
+
+def test_chromium_shows_the_tolerance_check_and_each_refusal_as_visible_text(
+        traps: Path, tmp_path: Path) -> None:
+    exe = chromium()
+    probed = probed_report(traps, tmp_path, VISIBLE_TEXT_PROBE)
     dom = headless(exe, tmp_path / "profile-text", "--dump-dom", probed.resolve().as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     found = re.search(r'data-visible-text="([^"]*)"', dom.stdout)
