@@ -598,7 +598,7 @@ def test_search_json_prints_only_the_result_object(
     assert code == 0
     result = json.loads(out)  # the whole of stdout is one JSON document
     assert set(result) == {"run_id", "stop_reason", "steps", "promotions", "start_config",
-                           "final_config", "rollouts_used", "dev", "val", "test"}
+                           "final_config", "rollouts_used", "dev", "val", "test", "power"}
     assert result["run_id"] == "js"
     assert result["stop_reason"] == "local_optimum"
     assert result["promotions"] == [{"step": 1, "target": "boost", "before": False,
@@ -612,8 +612,11 @@ def test_search_json_prints_only_the_result_object(
         assert block["ci_low"] < block["delta"] < block["ci_high"]
         assert block["delta"] == pytest.approx(block["final"] - block["start"])
     assert "step" in err  # the live view went to stderr
-    end = json.loads((tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()[-1])
+    lines = (tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()
+    end = json.loads(lines[-1])
+    power = result.pop("power")  # the start record's, not the end's
     assert {k: end[k] for k in result} == result
+    assert power == json.loads(lines[0])["power"] and power["n_tasks"] > 0
 
 
 # -- (h) the rollout budget --------------------------------------------------------------------
