@@ -8,6 +8,11 @@
    efficiency = ideal time (n * 20 ms / concurrency) / measured time, at 1, 8 and 64.
 3. Throughput kept with a 1 ms harness at concurrency 1: engine rate / rate of calling
    the same function in a plain loop (target: loses < 10%); median of five pairs.
+4. CLI start: ``forge --version`` and ``forge --help`` in a new process, beside
+   ``import typer, pydantic, rich`` (what any typer CLI pays) and ``import forge.cli``;
+   median of ten runs each, interleaved. ``--cli`` runs this case alone (and writes
+   nothing): ``PYTHONPATH=OTHER_TREE python benchmarks/engine.py --cli`` measures another
+   checkout of forge the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import asyncio
 import json
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -85,10 +91,45 @@ def plain_loop(fn: Callable[..., Any], n: int) -> float:
     return time.perf_counter() - t0
 
 
+#: What each CLI start case runs after ``python``; the first two are the references.
+CLI_CASES = {
+    "python -c pass": ["-c", "pass"],
+    "import typer, pydantic, rich": ["-c", "import typer, pydantic, rich"],
+    "import forge.cli": ["-c", "import forge.cli"],
+    "forge --version": ["-m", "forge", "--version"],
+    "forge --help": ["-m", "forge", "--help"],
+}
+
+
+def cli_start(runs: int) -> list[dict[str, Any]]:
+    """Seconds from starting ``python`` to its exit for each :data:`CLI_CASES`, medians
+    of ``runs``; the cases take turns, so a busy spell of the machine slows each alike."""
+    times: dict[str, list[float]] = {name: [] for name in CLI_CASES}
+    for _ in range(runs):
+        for name, args in CLI_CASES.items():
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - t0)
+    libraries = median(times["import typer, pydantic, rich"])
+    return [{"case": f"cli start: {name}", "runs": runs, "median_s": median(ts),
+             "min_s": min(ts), "vs_typer_pydantic_rich": median(ts) / libraries}
+            for name, ts in times.items()]
+
+
+def print_cli(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        print(f"{r['case']:46} median {r['median_s']:.3f} s (min {r['min_s']:.3f}), "
+              f"{r['vs_typer_pydantic_rich']:.2f}x import typer, pydantic, rich")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cli", action="store_true", help="the CLI start case alone")
     args = parser.parse_args()
+    if args.cli:
+        print_cli(cli_start(10))
+        return
     scale = 0.2 if args.quick else 1.0
     rows: list[dict[str, Any]] = []
 
@@ -119,6 +160,7 @@ def main() -> None:
                  "direct_per_s": n / direct, "engine_per_s": n / engine,
                  "throughput_kept": median(d / e for d, e in pairs)})
 
+    cli = cli_start(3 if args.quick else 10)
     print(f"{'case':34} {'conc':>4} {'n':>6}  result")
     for r in rows:
         if "rollouts_per_s" in r:
@@ -130,6 +172,8 @@ def main() -> None:
             res = (f"kept {100 * r['throughput_kept']:.1f}% of throughput "
                    f"({r['engine_per_s']:.0f}/s vs direct {r['direct_per_s']:.0f}/s)")
         print(f"{r['case']:34} {r['concurrency']:>4} {r['n']:>6}  {res}")
+    print_cli(cli)
+    rows += cli
     if not args.quick:
         out = HERE / "results" / "engine.json"
         out.parent.mkdir(exist_ok=True)

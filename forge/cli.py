@@ -3,8 +3,10 @@
 The commands live in :mod:`forge.commands`, one module each; this module holds the
 app and :func:`main`, which turns forge's errors into exit codes. The app is built
 on first use (``forge.cli.app``, or :func:`main` once its signal handlers are in
-place): importing the commands takes a while, and a signal then must end forge as
-cleanly as one later on.
+place), and a command's module is imported only when that command runs or its help
+is asked for: ``forge --version`` and ``forge --help`` import none of them (the
+search, the executors, scipy), and a signal during an import ends forge as cleanly
+as one later on.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ def _app() -> typer.Typer:
     import typer
 
     from forge import __version__
-    from forge.commands import register_all
+    from forge.commands import LazyGroup
 
-    built = typer.Typer(add_completion=False, no_args_is_help=True,
+    # The commands are not registered here: the root group imports a command's module
+    # when that command is asked for (forge.commands).
+    built = typer.Typer(cls=LazyGroup, add_completion=False, no_args_is_help=True,
                         pretty_exceptions_enable=False,
                         # Inherited by every sub-command's context: -h works everywhere.
                         context_settings={"help_option_names": ["-h", "--help"]},
@@ -51,10 +55,9 @@ def _app() -> typer.Typer:
     def _root(version: bool = typer.Option(
             False, "--version", callback=print_version, is_eager=True,
             help="print forge's version and exit")) -> None:
-        # Only the options of `forge` itself; each command is registered below.
+        # Only the options of `forge` itself.
         pass
 
-    register_all(built)
     return built
 
 

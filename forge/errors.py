@@ -40,8 +40,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge._show import printable
-
 __all__ = [
     "BenchError",
     "ConfigError",
@@ -85,6 +83,10 @@ class UserError(ForgeError):
 
 def _one_line(text: str) -> str:
     """``text`` on one printable line (see :class:`UserError`)."""
+    # Imported here: forge._show pulls numpy in (through the secret masks), which a
+    # module importing these classes (forge.cli, for `forge --version`) does not need.
+    from forge._show import printable
+
     return printable(text, breaks="space")
 
 

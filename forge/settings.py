@@ -100,6 +100,9 @@ class IntSetting(_SettingBase):
     @model_validator(mode="after")
     def _bounds(self) -> IntSetting:
         _check_bounds(self.min, self.max, self.default, self.scale)
+        if self.scale == "linear" and (self.default - self.min) % self.step:
+            below = self.min + (self.default - self.min) // self.step * self.step
+            _off_grid(self.default, self.min, self.step, below, below + self.step, self.max)
         return self
 
     def check(self, value: Any) -> int:
@@ -158,7 +161,24 @@ class FloatSetting(_SettingBase):
             # (optuna's) samples within it: each refused it on every step.
             raise ValueError(f"max - min must be a finite number, got {self.max:g} - "
                              f"{self.min:g}")
+        if self.scale == "linear" and self.step is not None:
+            self._check_grid(self.step)
         return self
+
+    def _check_grid(self, step: float) -> None:
+        """Refuse a default off the grid ``min + n * step`` that moves and snapped
+        values stand on, to within float rounding: 12 significant digits at the
+        bounds' magnitude, as :meth:`snap` rounds (a grid finer than that has every
+        float on it)."""
+        q = (self.default - self.min) / step
+        if not math.isfinite(q) or abs(q) > 2 ** 52:
+            return
+        magnitude = max(abs(self.min), abs(self.max))
+        below, above = (_round_float(self.min + n * step, magnitude)
+                        for n in (math.floor(q), math.floor(q) + 1))
+        tolerance = 1e-9 * step + 10.0 ** (1 - _FLOAT_DIGITS) * magnitude
+        if min(self.default - below, above - self.default) > tolerance:
+            _off_grid(self.default, self.min, step, below, above, self.max)
 
     @property
     def effective_step(self) -> float:
@@ -248,7 +268,9 @@ class BoolSetting(_SettingBase):
 
 class EnumSetting(_SettingBase):
     type: Literal["enum"]
-    choices: list[bool | int | float | str] = Field(min_length=1, max_length=MAX_CHOICES)
+    # Two or more, as the schema tells editors; one is refused below with the reason.
+    choices: list[bool | int | float | str] = Field(
+        min_length=1, max_length=MAX_CHOICES, json_schema_extra={"minItems": 2})
     default: bool | int | float | str
 
     @model_validator(mode="after")
@@ -264,6 +286,10 @@ class EnumSetting(_SettingBase):
         if _value_key(self.default) not in seen:
             raise ValueError(f"default {_shown(self.default)} is not one of the choices "
                              f"{_choices_text(self.choices)}")
+        if len(self.choices) == 1:
+            # Silently, a search would have nothing to try here and say nothing of it.
+            raise ValueError(f"one choice, {_shown(self.choices[0])}: expected two or more "
+                             "(a setting with one value gives the search nothing to try)")
         return self
 
     @cached_property
@@ -319,6 +345,15 @@ def _check_bounds(lo: float, hi: float, default: float, scale: str) -> None:
         raise ValueError(f"default {default} is outside [{lo}, {hi}]")
     if scale == "log" and lo <= 0:
         raise ValueError(f"log scale needs min > 0, got min {lo}")
+
+
+def _off_grid(default: float, lo: float, step: float, below: float, above: float,
+              hi: float) -> None:
+    """Refuse a default between two points of its step grid (``below``, ``above``)."""
+    nearest = " or ".join(f"{x:g}" for x in (below, above) if x <= hi)
+    raise ValueError(f"default {default:g} is off the step grid (min {lo:g} plus a whole "
+                     f"number of steps of {step:g}): expected {nearest} (or a step that "
+                     f"reaches {default:g})")
 
 
 def _distinct_clamped(raw: list[Any], current: Any, lo: Any, hi: Any) -> list[Scalar]:

@@ -35,7 +35,7 @@ def test_python_dash_m_forge_help() -> None:
 def test_end_to_end_eval_json_and_error(tmp_path: Path) -> None:
     proc = run_forge("eval", BENCH, "--json", "-k", "1", "--save", tmp_path / "r.json")
     assert proc.returncode == 0, proc.stderr
-    assert tuple(json.loads(proc.stdout)) == SUMMARY_KEYS
+    assert tuple(json.loads(proc.stdout)) == (*SUMMARY_KEYS, "power")
     assert load_result(tmp_path / "r.json").k == 1
 
     proc = run_forge("eval", BENCH, "--set", "effort=42")

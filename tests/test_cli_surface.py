@@ -4,7 +4,10 @@ wording for a run that does not exist."""
 
 from __future__ import annotations
 
+import inspect
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,3 +115,56 @@ def test_one_wording_for_no_such_run(capsys: pytest.CaptureFixture[str],
         code, out, err = forge(capsys, *args, "--journals", tmp_path)
         assert (code, out, err.strip()) == (2, "", expected), args
     assert NO_SUCH_RUN in expected
+
+
+# -- lazy commands: `forge --version` and `forge --help` import none of them -------------------
+
+#: What a command imports and the root's version and help must not: the statistics, the
+#: search, the executors and harnesses (each seconds of imports, see forge.commands).
+HEAVY = ("scipy", "numpy", "optuna", "forge.harness", "forge.executors", "forge.search",
+         "forge.stats", "forge.evaluate")
+
+_IMPORTED = """
+import sys
+from forge.cli import main
+{call}
+heavy = {heavy!r}
+print(sorted(m for m in sys.modules if m.startswith(heavy)
+             or (m.startswith("forge.commands.") and m != "forge.commands._common")))
+"""
+
+
+@pytest.mark.parametrize("call", ["pass", "main(['--version'])", "main(['--help'])"],
+                         ids=["import", "version", "help"])
+def test_version_and_help_import_no_command(call: str) -> None:
+    # In a process of its own: this one has imported everything already.
+    proc = subprocess.run([sys.executable, "-c", _IMPORTED.format(call=call, heavy=HEAVY)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_root_listing_is_each_commands_own_help() -> None:
+    from forge.commands import COMMANDS, load_module_commands
+
+    # Each row of the lazy listing is the first paragraph of the command's own help.
+    for row in COMMANDS:
+        command = load_module_commands(row.module)[row.name]
+        assert inspect.cleandoc(command.help).split("\n\n")[0].replace("\n", " ") == \
+            row.summary, row.name
+    # ... and every command the modules register has a row.
+    registered = {name for module in {c.module for c in COMMANDS}
+                  for name in load_module_commands(module)}
+    assert registered == {c.name for c in COMMANDS}
+
+
+def test_the_lazy_help_is_the_loaded_help(capsys: pytest.CaptureFixture[str]) -> None:
+    def root_help(command: Any) -> str:
+        command.get_help(command.make_context("forge", [], resilient_parsing=True))
+        return capsys.readouterr().out  # typer prints help, rather than returning it
+
+    lazy = root_help(typer.main.get_command(app))
+    loaded = typer.main.get_command(app)
+    assert len(dict(loaded.commands.items())) == 13  # every module imported
+    assert "init      Write a bench" in lazy
+    assert lazy == root_help(loaded)

@@ -42,15 +42,18 @@ def registries(draw: st.DrawFn) -> Registry:
             lo = draw(st.sampled_from([-1.0, 0.0, -0.5])) if draw(st.booleans()) else \
                 draw(st.floats(-10, 10))
             hi = lo + draw(st.floats(0, 10))
-            spec = {"min": lo, "max": hi, "default": draw(st.floats(lo, hi)),
-                    "step": draw(st.none() | st.sampled_from([0.1, 0.25, 1.0]))}
+            step = draw(st.none() | st.sampled_from([0.1, 0.25, 1.0]))
+            # With a step, the default on its grid from min, as a registry requires.
+            default = draw(st.floats(lo, hi)) if step is None else min(
+                lo + step * draw(st.integers(0, math.floor((hi - lo) / step))), hi)
+            spec = {"min": lo, "max": hi, "default": default, "step": step}
         elif kind == "bool":
             spec = {"default": draw(st.booleans())}
         else:
             choices = draw(st.lists(st.one_of(st.booleans(), st.integers(-2, 2),
                                               st.sampled_from([0.5, -0.0, 2.0]),
                                               st.text(max_size=2)),
-                                    min_size=1, max_size=5, unique_by=_choice_key))
+                                    min_size=2, max_size=5, unique_by=_choice_key))
             spec = {"choices": choices, "default": draw(st.sampled_from(choices))}
         settings_[f"s{i}"] = {"type": kind, **spec}
     return Registry.model_validate({"name": "r", "settings": settings_})

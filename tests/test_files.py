@@ -496,7 +496,7 @@ _PYDANTIC_WORDS = ("Input should", "Unable to extract", "discriminator", "Input 
     ({"s": {"type": "bool", "default": "maybe"}}, "s.default", "expected true or false"),
     ({"s": {"type": "enum", "choices": "ab", "default": "a"}}, "s.choices",
      "expected a list (got 'ab')"),
-    ({"s": {"type": "enum", "choices": ["a"], "default": "a", "description": ["d"]}},
+    ({"s": {"type": "enum", "choices": ["a", "b"], "default": "a", "description": ["d"]}},
      "s.description", "expected a text"),
     ({"s": {"type": "bool", "default": True, "colour": 1}}, "s.colour", "unknown field"),
     ({"s": {"type": "enum", "choices": [], "default": "a"}}, "s.choices",

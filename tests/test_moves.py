@@ -233,7 +233,8 @@ def test_int_neighbours_are_one_step_clamped_at_the_bounds(
 @pytest.mark.parametrize(("value", "expected"), [(0, [3]), (4, [1, 7]), (9, [6, 10]),
                                                  (10, [7])])
 def test_int_step_larger_than_one_clamps_onto_the_bound(value: int, expected: list[int]) -> None:
-    reg = make_registry(k=int_setting(0, 10, 4, step=3))
+    # 4 and 10 are off the grid (a default there is refused; a config may hold them).
+    reg = make_registry(k=int_setting(0, 10, 3, step=3))
     assert afters(reg, at(reg, k=value), "k") == expected
 
 
@@ -291,8 +292,8 @@ def test_float_step_defaults_to_a_tenth_of_the_range() -> None:
 
 
 def test_float_step_on_a_large_value_is_cleaned_relative_to_the_value() -> None:
-    reg = make_registry(x=float_setting(0.0, 2000.0, 1000.1, step=1000.0))
-    assert afters(reg, reg.defaults(), "x") == [0.1, 2000.0]
+    reg = make_registry(x=float_setting(0.0, 2000.0, 1000.0, step=1000.0))
+    assert afters(reg, at(reg, x=1000.1), "x") == [0.1, 2000.0]
 
 
 def test_tiny_float_settings_still_move() -> None:
@@ -314,7 +315,6 @@ def test_a_setting_that_cannot_move_has_no_neighbours() -> None:
     reg = make_registry(
         fixed_int=int_setting(3, 3, 3),
         fixed_float=float_setting(0.5, 0.5, 0.5, step=0.1),
-        only=EnumSetting(type="enum", choices=["one"], default="one"),
         flag=BoolSetting(type="bool", default=True),
     )
     assert [(m.target, m.after) for m in neighbourhood(reg, reg.defaults())] == [
@@ -349,7 +349,10 @@ def int_settings(draw: st.DrawFn) -> IntSetting:
     hi = lo + draw(st.one_of(st.integers(0, 20), st.integers(0, 10**9),
                              st.just(INT_BOUND - lo)))
     step = draw(st.one_of(st.integers(1, 5), st.integers(1, 10**9)))
-    default = draw(st.integers(lo, hi))
+    if scale == "log":  # halves and doubles: no step grid
+        default = draw(st.integers(lo, hi))
+    else:  # a default off the grid min + n * step is refused
+        default = lo + step * draw(st.integers(0, (hi - lo) // step))
     return int_setting(lo, hi, default, step=step, scale=scale)
 
 
@@ -363,8 +366,19 @@ def float_settings(draw: st.DrawFn) -> FloatSetting:
     if not math.isfinite(hi - lo):  # a registry refuses such a range: the widest it takes
         lo = hi - sys.float_info.max
     step = draw(st.one_of(st.none(), POSITIVE_FLOATS))
-    default = draw(st.one_of(st.just(lo), st.just(hi), st.floats(lo, hi)))
+    if step is None or scale == "log":
+        default = draw(st.one_of(st.just(lo), st.just(hi), st.floats(lo, hi)))
+    else:  # on the grid min + n * step (a default off it is refused)
+        default = grid_point(draw, lo, hi, step)
     return float_setting(lo, hi, default, step=step, scale=scale)
+
+
+def grid_point(draw: st.DrawFn, lo: float, hi: float, step: float) -> float:
+    """A point ``lo + n * step`` of [lo, hi] (``lo`` itself on a grid too fine to count)."""
+    steps = (hi - lo) / step
+    if not math.isfinite(steps) or steps > 2 ** 52:
+        return lo
+    return min(lo + draw(st.integers(0, math.floor(steps))) * step, hi)
 
 
 def _choice_key(value: Scalar) -> tuple[str, Any]:
@@ -380,7 +394,7 @@ def _choice_key(value: Scalar) -> tuple[str, Any]:
 def enum_settings(draw: st.DrawFn) -> EnumSetting:
     choice = st.one_of(st.booleans(), st.integers(-5, 5),
                        st.floats(-2, 2, allow_nan=False), st.text(max_size=4))
-    choices = draw(st.lists(choice, min_size=1, max_size=5, unique_by=_choice_key))
+    choices = draw(st.lists(choice, min_size=2, max_size=5, unique_by=_choice_key))
     return EnumSetting(type="enum", choices=choices, default=draw(st.sampled_from(choices)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import assert_user_error, run_forge
@@ -240,6 +241,19 @@ REGISTRY_ERRORS = [
      ["settings.verbose.default", "required field is missing"]),
     ("unknown-top-level-key", "name: broken\n", "name: broken\ncolour: red\n", 2,
      ["colour", "unknown field"]),
+    # A default off its step grid: its moves and every snapped value miss each other.
+    ("float-default-off-the-step-grid", "max: 1.5, step: 0.1, default: 0.7",
+     "max: 1.0, step: 0.7, default: 0.6", 4,
+     ["settings.temperature", "default 0.6 is off the step grid", "min 0", "steps of 0.7",
+      "expected 0 or 0.7"]),
+    ("int-default-off-the-step-grid", "max: 8, default: 2", "max: 9, step: 3, default: 5", 3,
+     ["settings.retries", "default 5 is off the step grid", "min 1", "steps of 3",
+      "expected 4 or 7"]),
+    ("float-default-past-the-last-step", "max: 1.5, step: 0.1, default: 0.7",
+     "max: 1.0, step: 0.3, default: 1.0", 4,
+     ["settings.temperature", "default 1 is off the step grid", "expected 0.9 ("]),
+    ("one-choice-enum", "choices: [bm25, tfidf]", "choices: [bm25]", 6,
+     ["settings.retrieval", "one choice, 'bm25'", "expected two or more"]),
 ]
 
 
@@ -358,7 +372,7 @@ def test_digest_ignores_comments_layout_and_key_order(tmp_path: Path, registry: 
 
 @pytest.mark.parametrize(("old", "new"), [
     ("min: 1, max: 8", "min: 1, max: 9"),
-    ("step: 0.1", "step: 0.2"),
+    ("step: 0.1", "step: 0.05"),
     ("max: 32, default: 4, scale: log", "max: 32, default: 4"),
     ("[bm25, tfidf, hybrid]", "[bm25, tfidf, hybrid, dense]"),
     ("default: false", "default: true"),
@@ -757,3 +771,30 @@ def test_a_config_value_is_shown_bounded_in_its_error(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as info:
             registry.validate_config({"n": value})
         assert len(str(info.value)) < 200
+
+
+@pytest.mark.parametrize("setting", [
+    # On the grid to within float rounding: 0.1 * 7 is 0.7000000000000001.
+    {"type": "float", "min": 0.0, "max": 1.5, "step": 0.1, "default": 0.7},
+    {"type": "float", "min": -0.3, "max": 2.0, "step": 0.1, "default": 1.9},
+    {"type": "float", "min": 1000.0, "max": 2000.0, "step": 0.001, "default": 1234.567},
+    {"type": "int", "min": -7, "max": 20, "step": 3, "default": 8},
+    # No step grid: a log scale halves and doubles, a float without a step moves by a
+    # tenth of its range; each from its default, wherever that is.
+    {"type": "int", "min": 1, "max": 64, "step": 3, "default": 5, "scale": "log"},
+    {"type": "float", "min": 0.001, "max": 1.0, "step": 0.7, "default": 0.6, "scale": "log"},
+    {"type": "float", "min": 0.0, "max": 1.0, "default": 0.63},
+    # A step finer than floats resolve at these bounds: every float is on its grid.
+    {"type": "float", "min": 0.0, "max": 1e300, "step": 1e-300, "default": 3.3e299},
+])
+def test_a_default_on_its_grid_or_without_one_is_accepted(setting: dict[str, Any]) -> None:
+    registry = Registry.model_validate({"name": "r", "settings": {"s": setting}})
+    assert registry.defaults().values["s"] == setting["default"]
+
+
+def test_an_off_grid_default_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = one_setting(tmp_path, "temperature", "float",
+                       {"min": "0", "max": "1", "step": "0.7", "default": "0.6"})
+    assert_user_error(*run_forge(capsys, "registry", "show", path),
+                      f"{path}:3: settings.temperature: default 0.6 is off the step grid")

@@ -4,7 +4,7 @@
 :func:`on_page_markdown` replaces it with a section per command and sub-command of
 ``forge.cli.app``, each with its usage, its help text and a table of its arguments and
 options, as ``forge COMMAND --help`` prints them. The page is never edited by hand:
-a command added to the app (``register_all`` in ``forge/commands/__init__.py``)
+a command added to the app (a row of ``COMMANDS`` in ``forge/commands/__init__.py``)
 appears in the reference at the next build.
 
 The walk uses only the click interface that typer's commands keep (``list_commands``,

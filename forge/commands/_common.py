@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from forge.commands._stdout import document
-from forge.errors import OptionError
-from forge.executors import EXECUTORS
 
 __all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json",
            "write_for_option"]
@@ -35,6 +33,8 @@ def write_for_option(option: str, path: Path, write: Callable[..., object], *arg
                      ) -> None:
     """Call ``write(*args)``, the write of ``path`` that ``option`` asked for; an OS
     error becomes the option's one-line error (exit 2)."""
+    from forge.errors import OptionError
+
     try:
         write(*args)
     except OSError as exc:
@@ -42,11 +42,36 @@ def write_for_option(option: str, path: Path, write: Callable[..., object], *arg
                           option=option) from None
 
 
-# Shared by `eval` and `search`: where attempts run.
-ExecutorOption = Annotated[str | None, typer.Option(
-    "--executor", metavar="[" + "|".join(EXECUTORS.names()) + "]",
-    help="where attempts run (default: the bench's executor, else local)")]
-WorkersOption = Annotated[int | None, typer.Option(
-    "--workers", min=1, help="worker processes or Ray actors (default: the cores)")]
-RayAddressOption = Annotated[str | None, typer.Option(
-    "--ray-address", help="join this Ray cluster (default: start a local one)")]
+if TYPE_CHECKING:  # what a type checker reads of the three options built below
+    ExecutorOption = str | None
+    WorkersOption = int | None
+    RayAddressOption = str | None
+
+
+def __getattr__(name: str) -> Any:
+    # The options of `eval` and `search` below: built when one of those commands is
+    # loaded, because the executor names need every executor imported, which the other
+    # commands (and `forge --version`, which prints its errors with `err`) do without.
+    if name in _EXECUTOR_OPTIONS:
+        value = _executor_options()[name]
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_EXECUTOR_OPTIONS = ("ExecutorOption", "WorkersOption", "RayAddressOption")
+
+
+def _executor_options() -> dict[str, Any]:
+    """Shared by `eval` and `search`: where attempts run."""
+    from forge.executors import EXECUTORS
+
+    return {
+        "ExecutorOption": Annotated[str | None, typer.Option(
+            "--executor", metavar="[" + "|".join(EXECUTORS.names()) + "]",
+            help="where attempts run (default: the bench's executor, else local)")],
+        "WorkersOption": Annotated[int | None, typer.Option(
+            "--workers", min=1, help="worker processes or Ray actors (default: the cores)")],
+        "RayAddressOption": Annotated[str | None, typer.Option(
+            "--ray-address", help="join this Ray cluster (default: start a local one)")],
+    }

@@ -43,7 +43,9 @@ from forge.failures import FailureTally
 from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
 from forge.report.failures import failure_lines, failure_warning
+from forge.report.power import power_lines
 from forge.results import AttemptResult, EvalResult, save_result
+from forge.stats.power import Power, estimate_power
 
 __all__ = ["eval_command", "register"]
 
@@ -93,10 +95,13 @@ def eval_command(
         write_for_option("--save", save, save_result, result, save)
     _printed_note(result, save)
     failures = FailureTally.of(result.attempts, result.config_fingerprint)
+    power = _power(bench, result)
     if as_json:
-        _print_json_summary(result, failures)
+        _print_json_summary(result, failures, power)
     else:
         out.print(summary_table(result))
+        for line in power_lines(power, tasks=f"{split} tasks", source="these tasks"):
+            out.print(line, highlight=False, soft_wrap=True)
         # With nothing scored, the line below says more than "the scores rest on...".
         for line in failure_lines(failures, warn=bool(result.n_scored)):
             out.print(line, highlight=False, soft_wrap=True)
@@ -139,8 +144,18 @@ def _printed_note(result: EvalResult, save: Path | None) -> None:
               "(the attempt's \"stdout\")", highlight=False, markup=False, soft_wrap=True)
 
 
-def _print_json_summary(result: EvalResult, failures: FailureTally) -> None:
-    print_json(result.summary())  # the frozen contract: the reasons are not in it
+def _power(bench: Bench, result: EvalResult) -> Power:
+    """What a comparison of two configs on these tasks would detect (forge.stats.power),
+    at the bench's alpha, from this config's scored attempts."""
+    scores = [[a.score.value for a in t.scored_attempts if a.score is not None]
+              for t in result.tasks]
+    return estimate_power(scores, n_tasks=len(result.tasks), k=result.k,
+                          alpha=bench.spec.gates.alpha)
+
+
+def _print_json_summary(result: EvalResult, failures: FailureTally, power: Power) -> None:
+    # The frozen contract's keys first (the reasons are not in it), then what was added.
+    print_json({**result.summary(), "power": power.model_dump(mode="json")})
     warning = failure_warning(failures) if result.n_scored else None
     if warning is not None:  # stdout holds the summary alone; this goes to stderr
         err.print(Text("forge: ").append_text(warning), highlight=False, soft_wrap=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -301,6 +301,8 @@ class JournalRecordBase(_Block):
     format_version: Literal[1, 2] = JOURNAL_FORMAT_VERSION
     kind: str
     at: datetime | None = None
+    #: Fields derived from what a replay checks already, left out of its check.
+    DESCRIPTIVE: ClassVar[frozenset[str]] = frozenset()
 
     @field_serializer("at")
     def _at_text(self, at: datetime | None) -> str | None:
@@ -319,9 +321,10 @@ class JournalRecordBase(_Block):
         return out
 
     def stable_text(self) -> str:
-        """What a replay must reproduce: every field but the clock, type for type."""
+        """What a replay must reproduce: every field but the clock and what is derived
+        from the rest (``DESCRIPTIVE``), type for type."""
         data = {k: v for k, v in self.journal_json().items()
-                if k not in VOLATILE and k != "format_version"}
+                if k not in VOLATILE and k not in self.DESCRIPTIVE and k != "format_version"}
         return json.dumps(data, sort_keys=True, allow_nan=False)
 
 
@@ -337,6 +340,13 @@ class StartRecord(JournalRecordBase):
     #: Version 2: the dev tasks ``dev_mean`` is over (the screening tasks; the rest of
     #: the start's evaluation runs when confirmations need it).
     dev_tasks: int | None = None
+    #: Version 2, later: the dev split's size, and what the bench can detect, estimated
+    #: from those first tasks (:class:`forge.stats.power.Power`, as JSON). Both describe
+    #: the bench, and a replay does not compare them: a run journaled before them resumes.
+    dev_split_tasks: int | None = None
+    power: dict[str, Number | None] | None = None
+
+    DESCRIPTIVE: ClassVar[frozenset[str]] = frozenset({"dev_split_tasks", "power"})
 
 
 class ProposalInvalidRecord(JournalRecordBase):

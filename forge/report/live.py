@@ -30,12 +30,14 @@ from forge.report.failures import (
     failure_status,
     left_out_lines,
 )
+from forge.report.power import power_lines
 from forge.search.progress import SearchProgress
+from forge.stats.power import Power
 
 if TYPE_CHECKING:
     from forge.search.outcome import SearchOutcome
 
-__all__ = ["SearchView", "clock", "live_progress", "render_progress"]
+__all__ = ["SearchView", "clock", "live_progress", "phrase_lines", "render_progress"]
 
 _VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
 #: The start-to-final tolerance check on test, by its status (version 1: passed or not).
@@ -69,9 +71,7 @@ class SearchView:
     def on_record(self, record: AnyRecord) -> None:
         if isinstance(record, StartRecord):
             self.names.setdefault(record.fingerprint, "start config")
-            tasks = f" ({record.dev_tasks} tasks)" if record.dev_tasks is not None else ""
-            self._line(f"[bold]start[/] dev {_f(record.dev_mean, '.3f')}{tasks} · "
-                       f"val {_f(record.val_mean, '.3f')} · config {record.fingerprint[:12]}")
+            self._start(record)
         elif isinstance(record, CandidateRecord):
             self._candidate(record)
         elif isinstance(record, ProposalInvalidRecord):
@@ -94,6 +94,26 @@ class SearchView:
                 mark = _TOLERANCE_MARK.get(str(status), "[green]within[/]" if gate.passed
                                            else "[red]BEYOND[/]")
                 self._line(f"  start -> final on test, {mark}: " + _safe(gate.reason))
+
+    def _start(self, r: StartRecord) -> None:
+        """The start's mean on the first dev chunk, said to be on those tasks: the final
+        table compares start and final on every task both ran, a mean of other tasks;
+        then what the bench can detect."""
+        if r.dev_tasks is None:  # a version-1 journal: the start's whole dev and val
+            where = ""
+        elif r.dev_split_tasks is None:
+            where = f" ({r.dev_tasks} tasks)"
+        else:
+            where = f" on the first {r.dev_tasks} of {r.dev_split_tasks} dev tasks"
+        val = "" if r.val_mean is None and r.dev_tasks is not None else (
+            f" · val {_f(r.val_mean, '.3f')}")
+        self._line(f"[bold]start[/] dev {_f(r.dev_mean, '.3f')}{where}{val} · "
+                   f"config {r.fingerprint[:12]}")
+        if r.power is not None and r.dev_mean is not None:  # not of a start scoring nothing
+            power = Power.model_validate(r.power)
+            for line in power_lines(power, tasks="dev+val tasks",
+                                    source=f"the start's first {r.dev_tasks} dev tasks"):
+                self._line(line)
 
     def _candidate(self, r: CandidateRecord) -> None:
         move = r.move
@@ -132,7 +152,14 @@ class SearchView:
         does) for the run."""
         end = outcome.end
         if end.stop_reason != "start_failed":
+            # The title above the table, not in it: a table's title wraps at the table's
+            # width (about 55 columns), mid-phrase; here it breaks between phrases only.
+            for line in phrase_lines(_title_phrases(end), self.console.width):
+                self.console.print(Text(line, style="table.title"), soft_wrap=True)
             self.console.print(_result_table(end))
+            # Why the start's dev mean differs from the first line's (its first chunk).
+            self.console.print(Text("dev, val: the tasks both configs ran; test: every test "
+                                    "task", style="table.caption"))
             if end.promotions:
                 chain = ", ".join(f"{p.target} {p.before!r}->{p.after!r}"
                                   for p in end.promotions)
@@ -158,11 +185,27 @@ class SearchView:
             self._line(line)
 
 
+def _title_phrases(end: EndRecord) -> list[str]:
+    return [f"search {end.run_id}", end.stop_reason, f"{end.steps} steps",
+            f"{end.rollouts_used} rollouts"]
+
+
+def phrase_lines(phrases: Sequence[str], width: int, separator: str = " · ") -> list[str]:
+    """``phrases`` joined by ``separator`` in lines of at most ``width`` characters,
+    broken between phrases only (a phrase longer than a line has a line of its own)."""
+    lines: list[str] = []
+    for phrase in phrases:
+        if lines and len(lines[-1]) + len(separator) + len(phrase) <= width:
+            lines[-1] += separator + phrase
+        else:
+            lines.append(phrase)
+    return lines
+
+
 def _result_table(end: EndRecord) -> Table:
-    """Start against final on each split compared."""
-    title = Text(f"search {end.run_id} · {end.stop_reason} · {end.steps} steps · "
-                 f"{end.rollouts_used} rollouts")
-    table = Table(title=title, title_justify="left")
+    """Start against final on each split compared: on dev and val the tasks both ran,
+    a mean of other tasks than the start line's first chunk."""
+    table = Table()
     for col in ("split", "start", "final", "Δ", "95% CI"):
         table.add_column(col)
     for split, block in (("dev", end.dev), ("val", end.val), ("test", end.test)):

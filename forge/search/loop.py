@@ -75,6 +75,7 @@ from forge.search.proposals import StepProposals
 from forge.search.screening import Screening
 from forge.session import Session
 from forge.stats.paired import Interval, mean_interval
+from forge.stats.power import estimate_power
 
 __all__ = ["START_CHECK_ATTEMPTS", "Search"]
 
@@ -279,7 +280,8 @@ class Search(StepCandidates):
         self.proposer.observe(incumbent, path.history[0].dev_mean)
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
-                               rollouts_total=self.rollouts.used))
+                               rollouts_total=self.rollouts.used,
+                               dev_split_tasks=len(self.dev_order), power=self._power(first)))
         failed = self._start_failure((yield from self._start_evidence(first)))
         if failed is not None:
             return self._stop_at_start(failed)
@@ -295,6 +297,14 @@ class Search(StepCandidates):
         self.progress.testing()
         return (yield from self.ending.finish(stop_reason, path.step, path.promotions,
                                               path.incumbent))
+
+    def _power(self, first: TaskAttempts) -> dict[str, float | int | None]:
+        """What the bench can detect (forge.stats.power): over the dev and val tasks a
+        confirmation pools, its spread estimated from the start's first chunk."""
+        scores = [[a.score.value for a in items if a.scored and a.score is not None]
+                  for items in first.values()]
+        return estimate_power(scores, n_tasks=len(self.dev_order) + len(self.val_order),
+                              k=self.options.k, alpha=self.alpha).model_dump(mode="json")
 
     def _stop_or_untried(self, path: _Path) -> tuple[StopReason | None, list[Move]]:
         """Why the search stops before its next step, or that step's untried moves (a

@@ -76,6 +76,14 @@ class SearchOutcome:
         """As :attr:`dev`, on test; ``{}`` when the test split was not evaluated."""
         return self.end.test.as_json()
 
+    @property
+    def power(self) -> dict[str, Any] | None:
+        """What the bench can detect, as the start record told it
+        (:class:`forge.stats.power.Power` as JSON); None for a run journaled before."""
+        start = next((r for r in self.records if r.get("kind") == "start"), {})
+        power: dict[str, Any] | None = start.get("power")
+        return power
+
     def as_json(self) -> dict[str, Any]:
         # ``unscored`` came later than the rest: last, and ``{}`` for a split not compared.
         unscored = {split: {side: counts.model_dump(mode="json")
@@ -84,7 +92,8 @@ class SearchOutcome:
         return {"run_id": self.run_id, "stop_reason": self.stop_reason, "steps": self.steps,
                 "promotions": self.promotions, "start_config": self.start_config,
                 "final_config": self.final_config, "rollouts_used": self.rollouts_used,
-                "dev": self.dev, "val": self.val, "test": self.test, "unscored": unscored}
+                "dev": self.dev, "val": self.val, "test": self.test, "unscored": unscored,
+                "power": self.power}
 
 STOP_TEXT: dict[StopReason, str] = {
     "max_steps": "reached max_steps",

@@ -20,7 +20,7 @@ def test_eval_json_prints_only_the_summary(capsys: pytest.CaptureFixture[str]) -
     code, out, err = forge(capsys, "eval", BENCH, "--json", "-k", "2")
     assert code == 0, err
     summary = json.loads(out)  # the whole of stdout is one JSON document
-    assert tuple(summary) == SUMMARY_KEYS
+    assert tuple(summary) == (*SUMMARY_KEYS, "power")  # the frozen keys, then power
     assert (summary["bench"], summary["split"], summary["k"]) == ("arith", "dev", 2)
     assert summary["n_tasks"] == 12
     assert summary["n_attempts"] == 24
@@ -59,6 +59,7 @@ def test_save_writes_a_loadable_result(capsys: pytest.CaptureFixture[str],
                                        tmp_path: Path) -> None:
     path = tmp_path / "out" / "result.json"
     summary = forge_json(capsys, "eval", BENCH, "--json", "-k", "2", "--save", path)
+    summary.pop("power")  # told of the bench, not kept with the result
     assert load_result(path).summary() == summary
 
 
@@ -213,8 +214,8 @@ def test_eval_json_keeps_its_summary_and_warns_on_stderr(
     bench = make_bench(FAILING, rollouts={"k": 3})
     code, out, err = forge(capsys, "eval", bench, "--json")
     assert code == 0
-    summary = json.loads(out)  # stdout is the summary, its frozen keys and no others
-    assert tuple(summary) == SUMMARY_KEYS
+    summary = json.loads(out)  # stdout is the summary, its frozen keys and power
+    assert tuple(summary) == (*SUMMARY_KEYS, "power")
     assert (summary["n_attempts"], summary["n_unscored"]) == (9, 6)
     # Why, counted by reason (the same normalised reasons the table shows), adding up.
     assert summary["unscored_by_reason"] == {
@@ -276,3 +277,54 @@ def run(config, task, ctx):
 """)
     code, _, err = forge(capsys, "eval", bench, "--json")
     assert code == 0 and "eval failed" not in err
+
+
+# -- power: what a comparison on these tasks would detect ---------------------------------
+
+#: Each task passes on a share of its attempts set by its input (seeded, so repeatable).
+RATE_HARNESS = """
+import random
+
+def run(config, task, ctx):
+    right = random.Random(ctx.seed).random() < task.input["p"]
+    return {"output": task.expected if right else "wrong"}
+"""
+
+
+def _rate_tasks(n: int) -> list[dict[str, object]]:
+    return [{"id": f"dev-{i}", "input": {"p": 0.3 + 0.4 * (i % 3) / 2}, "expected": "yes"}
+            for i in range(n)]
+
+
+def test_eval_tells_the_smallest_gain_these_tasks_detect_and_warns_when_large(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from forge.stats.power import estimate_power
+
+    save = tmp_path / "r.json"
+    code, out, err = forge(capsys, "eval", BENCH, "-k", "2", "--save", save)
+    assert code == 0, err
+    result = load_result(save)
+    power = estimate_power([[a.score.value for a in t.scored_attempts if a.score]
+                            for t in result.tasks], n_tasks=12, k=2, alpha=0.05)
+    assert power.mde is not None and power.large and power.tasks_needed is not None
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert (f"power: detects a gain of {power.mde:.3f} or more on the mean score 90% of the "
+            "time (one-sided α 0.05, 12 dev tasks at K 2; spread from these tasks)") in lines
+    warning = next(line for line in lines if line.startswith("warning: this bench"))
+    assert f"miss gains under {power.mde:.3f}" in warning
+    assert f"about {power.tasks_needed:,} dev tasks would bring that to 0.10" in warning
+    assert "a larger K" in warning
+
+    summary = forge_json(capsys, "eval", BENCH, "--json", "-k", "2")
+    assert summary["power"] == power.model_dump(mode="json")
+
+
+def test_eval_on_enough_tasks_does_not_warn(make_bench: MakeBench,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    bench = make_bench(RATE_HARNESS, tasks={"dev": _rate_tasks(600)}, rollouts={"k": 4})
+    summary = forge_json(capsys, "eval", bench, "--json")
+    power = summary["power"]
+    assert (power["n_tasks"], power["k"], power["power"]) == (600, 4, 0.9)
+    assert power["mde"] < 0.10 and power["tasks_needed"] < 600
+    code, out, _ = forge(capsys, "eval", bench)
+    assert code == 0 and "power: detects a gain of" in out and "warning" not in out

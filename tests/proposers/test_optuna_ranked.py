@@ -71,7 +71,6 @@ def test_distributions_follow_the_registry() -> None:
     registry = make_registry({
         "even": {"type": "int", "min": 0, "max": 10, "step": 2, "default": 4},
         "uneven": {"type": "int", "min": 0, "max": 10, "step": 3, "default": 3},
-        "off_grid_default": {"type": "int", "min": 0, "max": 9, "step": 3, "default": 4},
         "width": {"type": "int", "min": 1, "max": 32, "default": 4, "scale": "log"},
         "temperature": {"type": "float", "min": 0.0, "max": 1.5, "step": 0.1, "default": 0.7},
         "rate": {"type": "float", "min": 1e-4, "max": 1.0, "default": 1e-2, "scale": "log"},
@@ -81,7 +80,6 @@ def test_distributions_follow_the_registry() -> None:
     d = OptunaProposer(registry).distributions
     assert d["even"] == IntDistribution(0, 10, step=2)
     assert d["uneven"] == IntDistribution(0, 10, step=1)            # 10 % 3 != 0
-    assert d["off_grid_default"] == IntDistribution(0, 9, step=1)   # default off the grid
     assert d["width"] == IntDistribution(1, 32, log=True)
     assert d["temperature"] == FloatDistribution(0.0, 1.5)          # no step: no grid
     assert d["rate"] == FloatDistribution(1e-4, 1.0, log=True)

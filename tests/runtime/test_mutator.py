@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,9 @@ def setting_specs(draw: st.DrawFn) -> dict[str, Any]:
                                 "default": draw(st.integers(lo, hi))}
         if log:
             spec["scale"] = "log"
-        else:
-            spec["step"] = draw(st.integers(1, 3))
+        else:  # the default on the step grid from min, as a registry requires
+            spec["step"] = step = draw(st.integers(1, 3))
+            spec["default"] = lo + step * draw(st.integers(0, (hi - lo) // step))
         return spec
     if kind == "float":
         log = draw(st.booleans())
@@ -90,14 +92,15 @@ def setting_specs(draw: st.DrawFn) -> dict[str, Any]:
         if log:
             spec["scale"] = "log"
         elif draw(st.booleans()):
-            spec["step"] = draw(st.sampled_from([0.05, 0.1, 0.3, 1.0]))
+            spec["step"] = step = draw(st.sampled_from([0.05, 0.1, 0.3, 1.0]))
+            spec["default"] = lo + step * draw(st.integers(0, math.floor((hi - lo) / step)))
         return spec
     if kind == "bool":
         return {"type": "bool", "default": draw(st.booleans())}
     choices = draw(st.one_of(
-        st.lists(st.sampled_from(["bm25", "tfidf", "hybrid", "dense"]), min_size=1,
+        st.lists(st.sampled_from(["bm25", "tfidf", "hybrid", "dense"]), min_size=2,
                  max_size=4, unique=True),
-        st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=4, unique=True)))
+        st.lists(st.sampled_from([1, 2, 4, 8]), min_size=2, max_size=4, unique=True)))
     return {"type": "enum", "choices": choices, "default": draw(st.sampled_from(choices))}
 
 

@@ -599,7 +599,8 @@ def test_search_json_prints_only_the_result_object(
     assert code == 0
     result = json.loads(out)  # the whole of stdout is one JSON document
     assert set(result) == {"run_id", "stop_reason", "steps", "promotions", "start_config",
-                           "final_config", "rollouts_used", "dev", "val", "test", "unscored"}
+                           "final_config", "rollouts_used", "dev", "val", "test", "unscored",
+                           "power"}
     assert result["run_id"] == "js"
     assert result["stop_reason"] == "local_optimum"
     assert result["promotions"] == [{"step": 1, "target": "boost", "before": False,
@@ -618,9 +619,12 @@ def test_search_json_prints_only_the_result_object(
             assert counts["n_attempts"] > 0 and counts["n_unscored"] == 0
             assert counts["unscored_by_reason"] == {} and counts["tasks_without_score"] == []
     assert "step" in err  # the live view went to stderr
-    end = json.loads((tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()[-1])
+    lines = (tmp_path / "j" / "js" / "journal.jsonl").read_text().splitlines()
+    end = json.loads(lines[-1])
+    power = result.pop("power")  # the start record's, not the end's
     assert {k: end[k] for k in result if k != "unscored"} == \
         {k: v for k, v in result.items() if k != "unscored"}
+    assert power == json.loads(lines[0])["power"] and power["n_tasks"] > 0
 
 
 # -- (h) the rollout budget --------------------------------------------------------------------
