@@ -8,6 +8,7 @@ one clear line and not a thousand failed attempts).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +24,7 @@ from forge.executors import EXECUTORS, Executor, ExecutorSettings, open_executor
 from forge.harness import HARNESSES, Harness
 from forge.registry import Config, Registry, load_config, load_registry
 from forge.scorers import SCORERS, Scorer
+from forge.sources import SOURCES
 from forge.spec import BuildContext, Spec
 from forge.task import Task
 
@@ -110,7 +112,8 @@ class BenchFile(_Strict):
     harness: Any
     registry: str
     defaults: str | None = None
-    splits: dict[str, str] = Field(min_length=1)
+    #: Each split's tasks: a JSONL file, or a task source spec (``{agno: "envs:x"}``).
+    splits: dict[str, str | dict[str, Any]] = Field(min_length=1)
     rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
     scorer: Any = "exact"
     metrics: dict[str, MetricSpec] = Field(default_factory=dict)
@@ -120,7 +123,8 @@ class BenchFile(_Strict):
 
     @field_validator("splits")
     @classmethod
-    def _needs_dev(cls, v: dict[str, str]) -> dict[str, str]:
+    def _needs_dev(cls, v: dict[str, str | dict[str, Any]]
+                   ) -> dict[str, str | dict[str, Any]]:
         if "dev" not in v:
             raise ValueError("a 'dev' split is required")
         return v
@@ -270,15 +274,27 @@ def _resolve(folder: Path, relative: str, doc: YamlDocument, field: str) -> Path
     return p
 
 
+def _split_lines(folder: Path, split: str, where: str | dict[str, Any], doc: YamlDocument
+                 ) -> tuple[Path, Iterable[tuple[int | None, Any]]]:
+    """A split's task lines with their line numbers: a JSONL file's, or a task source's
+    (numbered None: errors name the bench file's field instead)."""
+    if isinstance(where, str):
+        path = _resolve(folder, where, doc, f"splits.{split}")
+        return path, read_jsonl(path, BenchError)
+    ctx = BuildContext(base_dir=folder, file=doc.path, doc=doc).at("splits", split)
+    source = SOURCES.build(SOURCES.parse(where, ctx), ctx)
+    return doc.path, ((None, dict(task)) for task in source.tasks(split))
+
+
 def _load_splits(folder: Path, spec: BenchFile, doc: YamlDocument) -> dict[str, list[Task]]:
     splits: dict[str, list[Task]] = {}
     id_owner: dict[str, str] = {}
     input_owner: dict[str, tuple[str, str]] = {}
-    for split, relative in spec.splits.items():
-        path = _resolve(folder, relative, doc, f"splits.{split}")
+    for split, where in spec.splits.items():
+        path, lines = _split_lines(folder, split, where, doc)
         tasks: list[Task] = []
         seen: set[str] = set()
-        for line, value in read_jsonl(path, BenchError):
+        for line, value in lines:
             if len(tasks) >= MAX_TASKS:
                 raise BenchError(f"split {split!r} has more than {MAX_TASKS:,} tasks",
                                  file=path, line=line)

@@ -230,7 +230,7 @@ def test_eval_json_keeps_its_summary_and_warns_on_stderr(
 
 def test_eval_without_failures_says_nothing_of_them(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = forge(capsys, "eval", BENCH, "-k", "1")
-    assert code == 0 and "failures:" not in out and "warning" not in out + err
+    assert code == 0 and "failures:" not in out and "attempts failed" not in out + err
 
 
 #: A harness whose every attempt raises: nothing can be scored.
@@ -262,7 +262,7 @@ def test_eval_json_with_nothing_scored_keeps_its_summary_and_exits_1(
     code, out, err = forge(capsys, "eval", make_bench(DEAD), "--json")
     assert code == 1
     summary = json.loads(out)
-    assert tuple(summary) == SUMMARY_KEYS and summary["n_unscored"] == summary["n_attempts"]
+    assert tuple(summary) == (*SUMMARY_KEYS, "power") and summary["n_unscored"] == summary["n_attempts"]
     [line] = err.splitlines()
     assert line.startswith("forge: eval failed: no attempt was scored: all 6 attempts")
 
