@@ -262,7 +262,8 @@ def test_eval_json_with_nothing_scored_keeps_its_summary_and_exits_1(
     code, out, err = forge(capsys, "eval", make_bench(DEAD), "--json")
     assert code == 1
     summary = json.loads(out)
-    assert tuple(summary) == (*SUMMARY_KEYS, "power") and summary["n_unscored"] == summary["n_attempts"]
+    assert tuple(summary) == (*SUMMARY_KEYS, "power")
+    assert summary["n_unscored"] == summary["n_attempts"]
     [line] = err.splitlines()
     assert line.startswith("forge: eval failed: no attempt was scored: all 6 attempts")
 

@@ -227,7 +227,8 @@ def test_search_json_counts_unscored_attempts_by_reason_and_the_test_line_names_
                            "--json")
     assert code == 0, err
     result = json.loads(out)  # still the one document, with the counts added last
-    assert list(result)[-2:] == ["unscored", "power"] and set(result["unscored"]) == {"dev", "val", "test"}
+    assert list(result)[-2:] == ["unscored", "power"]
+    assert set(result["unscored"]) == {"dev", "val", "test"}
     test = result["unscored"]["test"]
     for side in ("start", "final"):
         counts = test[side]
