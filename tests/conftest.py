@@ -443,3 +443,25 @@ def forget_bench_harness(bench: Path) -> Any:
         while str(bench) in sys.path:
             sys.path.remove(str(bench))
     return _forget
+
+
+def answered(fetch: Any, session: Any) -> tuple[Any, list[Any]]:
+    """Run a search part (a :data:`~forge.search.attempt_cache.Fetch`) to its end, each
+    rollout request answered on ``session`` as the search's driver does; its value and
+    the requests, in order."""
+    requests: list[Any] = []
+    try:
+        request = next(fetch)
+        while True:
+            requests.append(request)
+            request = fetch.send(request.run(session))
+    except StopIteration as done:
+        return done.value, requests
+
+
+def open_session(bench: Bench) -> Any:
+    """A session of ``bench`` as the confirmation tests drive it: local, seed 7."""
+    from forge.executors import ExecutorSettings
+    from forge.session import Session
+
+    return Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0)

@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import answered, open_session, search_tasks, write_search_bench
 
 from forge.bench import Bench, BudgetSettings, load_bench
-from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
 from forge.registry import Config
 from forge.search.attempt_cache import RolloutRequest, Rollouts
@@ -51,7 +50,7 @@ def bench(tmp_path: Path) -> Bench:
 
 @pytest.fixture
 def session(bench: Bench) -> Iterator[Session]:
-    with Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0) as s:
+    with open_session(bench) as s:
         yield s
 
 
@@ -71,15 +70,7 @@ def confirmation(bench: Bench, rollouts: Rollouts, budget: Budget,
 def drive(conf: Confirmation, session: Session
           ) -> tuple[ConfirmOutcome, list[RolloutRequest]]:
     """Run the confirmation to its end, answering each request on ``session``."""
-    requests: list[RolloutRequest] = []
-    run = conf.run()
-    try:
-        request = next(run)
-        while True:
-            requests.append(request)
-            request = run.send(request.run(session))
-    except StopIteration as done:
-        return done.value, requests  # type: ignore[no-any-return]
+    return answered(conf.run(), session)
 
 
 def cand_requests(bench: Bench, requests: list[RolloutRequest]) -> list[RolloutRequest]:

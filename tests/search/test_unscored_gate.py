@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import search_tasks, write_search_bench
+from conftest import answered, open_session, search_tasks, write_search_bench
 
 from forge.bench import Bench, BudgetSettings, load_bench
-from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
 from forge.registry import Config
 from forge.search.attempt_cache import RolloutRequest, Rollouts
@@ -55,7 +54,7 @@ def bench(tmp_path: Path) -> Bench:
 
 @pytest.fixture
 def session(bench: Bench) -> Iterator[Session]:
-    with Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0) as s:
+    with open_session(bench) as s:
         yield s
 
 
@@ -71,15 +70,7 @@ def confirm(bench: Bench, session: Session, *, incumbent: int, start: int, candi
                         level=0.05, dev_order=bench.tasks("dev"), screen_tasks=8,
                         look_tasks=8, val_order=bench.tasks("val"), val_look_tasks=4, k=K,
                         budget=Budget(BudgetSettings(), rollouts, slack=0))
-    requests: list[RolloutRequest] = []
-    run = conf.run()
-    try:
-        request = next(run)
-        while True:
-            requests.append(request)
-            request = run.send(request.run(session))
-    except StopIteration as done:
-        return done.value, requests  # type: ignore[no-any-return]
+    return answered(conf.run(), session)  # type: ignore[no-any-return]
 
 
 def test_a_candidate_that_fails_where_it_would_be_wrong_is_refused_for_it(
