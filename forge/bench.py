@@ -81,7 +81,9 @@ class GateSettings(_Strict):
     min_effect: float = Field(default=0.0, ge=0)
     val_margin: float = Field(default=0.02, ge=0)
     task_floors: dict[str, float] = Field(default_factory=dict)
-    unscored: UnscoredTolerance = Field(default_factory=UnscoredTolerance)
+    unscored: UnscoredTolerance = Field(
+        default_factory=UnscoredTolerance,
+        description="how much more often than the start config a candidate may fail")
 
     @field_validator("task_floors")
     @classmethod

@@ -50,7 +50,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("schema", "schema", "Print the JSON Schema of one kind of input file, for editor "
                                 "completion and checks."),
     Command("gate", "gate",
-            "Gate a saved result for CI: aggregate, per-task floor, baseline regression."),
+            "Gate a saved result for CI: aggregate, unscored, per-task floor, baseline "
+            "regression."),
     Command("promote", "promote",
             "Write a finished run's final config as the new default, with its provenance."),
     Command("rollback", "promote",

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from forge.commands._stdout import document
-
 __all__ = ["ExecutorOption", "RayAddressOption", "WorkersOption", "err", "out", "print_json",
            "write_for_option"]
 
@@ -24,6 +22,10 @@ err = Console(stderr=True, emoji=False)
 def print_json(value: Any) -> None:
     """The one document on stdout (scripts parse it whole: DESIGN.md, CLI); under
     :func:`~forge.commands._stdout.json_stdout`, on the descriptor kept for it."""
+    # Imported here: forge --version and --help load no command's module (_stdout
+    # installs the router that keeps a harness's prints out of the document).
+    from forge.commands._stdout import document
+
     stream = document()
     stream.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     stream.flush()

@@ -55,8 +55,7 @@ def gate_command(
     as_json: Annotated[bool, typer.Option(
         "--json", help="print the report as JSON instead of Markdown")] = False,
 ) -> None:
-    """Gate a saved result for CI: aggregate, unscored attempts, per-task floor,
-    baseline regression.
+    """Gate a saved result for CI: aggregate, unscored, per-task floor, baseline regression.
 
     With a baseline, also fails when the share of unscored attempts (errors,
     timeouts) rose beyond --max-unscored-rise and beyond chance. Prints a Markdown

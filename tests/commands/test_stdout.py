@@ -97,7 +97,7 @@ def test_eval_json_is_one_value_whatever_the_harness_prints(tmp_path: Path,
                  "--save", saved)
     assert proc.returncode == 0, proc.stderr
     summary = one_json_value(proc.stdout)
-    assert tuple(summary) == SUMMARY_KEYS
+    assert tuple(summary) == (*SUMMARY_KEYS, "power")
     assert summary["n_scored"] == summary["n_attempts"] == 6
     attempts = json.loads(saved.read_text(encoding="utf-8"))["tasks"]
     for task in attempts:
