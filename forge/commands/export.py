@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.bench import load_bench
+from forge.commands import export_ag2
 from forge.export import export_sft, task_inputs, verify_export
 from forge.results import load_result
 
@@ -23,7 +24,8 @@ __all__ = ["register"]
 _PROBLEM_CAP = 20
 
 export_app = typer.Typer(no_args_is_help=True,
-                         help="Export passing attempts as training data, and verify exports.")
+                         help="Export attempts as training data or as an AG2 run, and verify "
+                              "exports.")
 
 
 @export_app.command("sft")
@@ -97,5 +99,7 @@ def _print_json(value: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``forge export sft`` and ``forge export verify`` to the app."""
+    """Add ``forge export sft`` and ``forge export verify`` to the app, and the exports
+    for agent frameworks, each from a module of its own."""
+    export_ag2.register(export_app)
     app.add_typer(export_app, name="export")

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,11 +24,22 @@ from forge.task import Task
 __all__ = ["PythonHarness", "PythonOptions", "import_target"]
 
 
-def import_target(target: str, base_dir: Path, *, where: BuildContext | None = None
-                  ) -> tuple[Callable[..., Any], str]:
+@overload
+def import_target(target: str, base_dir: Path, *, where: BuildContext | None = None,
+                  require_callable: Literal[True] = True) -> tuple[Callable[..., Any], str]: ...
+
+
+@overload
+def import_target(target: str, base_dir: Path, *, where: BuildContext | None = None,
+                  require_callable: bool) -> tuple[Any, str]: ...
+
+
+def import_target(target: str, base_dir: Path, *, where: BuildContext | None = None,
+                  require_callable: bool = True) -> tuple[Any, str]:
     """Import ``module:attr`` with ``base_dir`` first on the import path.
 
-    Returns the callable and an identity that changes when the module's source does.
+    Returns the callable (any object, with ``require_callable`` false) and an identity
+    that changes when the module's source does.
     A module of the same name imported earlier from another folder (two benches each
     with a ``harness.py``) is re-imported from ``base_dir``. ``where`` is the spec that
     names the target, for the file, field and line of a :class:`BenchError`.
@@ -54,7 +65,7 @@ def import_target(target: str, base_dir: Path, *, where: BuildContext | None = N
         if not hasattr(obj, part):
             raise error(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not callable(obj):
+    if require_callable and not callable(obj):
         raise error(f"{target!r} is not callable")
     return obj, _identity(target, module, base_dir)
 

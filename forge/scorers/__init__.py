@@ -20,6 +20,8 @@ name            shorthand    options (defaults)
 ``all``         ``scorers``  scorers (list of specs)
 ``any``         ``scorers``  scorers (list of specs)
 ``weighted``    ``scorers``  scorers (list of {scorer, weight (1)}), threshold (0.5)
+``ag2``         ``target``   target (an ``ag2.eval`` scorer, "module:attr"), key,
+                             threshold (0.5), pass_values ([]); needs ``forge[ag2]``
 ==============  ===========  ==========================================================
 
 In YAML: ``scorer: exact``, ``scorer: {regex: "^\\d+$"}``,
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.scorers._base import SCORERS, Score, Scorer
+from forge.scorers.ag2 import Ag2Scorer
 from forge.scorers.code import CodeScorer
 from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer
 from forge.scorers.judge import JudgeScorer
@@ -41,6 +44,7 @@ from forge.spec import BuildContext, Spec
 
 __all__ = [
     "SCORERS",
+    "Ag2Scorer",
     "AllScorer",
     "AnyScorer",
     "CodeScorer",

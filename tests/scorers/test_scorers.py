@@ -17,8 +17,8 @@ from forge.spec import BuildContext, Spec
 
 from ._helpers import Build, WriteModule
 
-NAMES = ["all", "any", "code", "contains", "exact", "judge", "numeric", "regex", "toolcall",
-         "weighted"]
+NAMES = ["ag2", "all", "any", "code", "contains", "exact", "judge", "numeric", "regex",
+         "toolcall", "weighted"]
 
 
 def test_importing_the_package_registers_every_scorer() -> None:
