@@ -31,7 +31,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
 #: The extras each command needs; a command not listed needs none.
-EXTRAS = {"test": ("dev", "ray", "docs"), "lint": ("dev",), "docs": ("docs",)}
+EXTRAS = {"test": ("dev", "ray", "docs", "acp"), "lint": ("dev", "acp"), "docs": ("docs",)}
 
 
 def _digest() -> str:
