@@ -32,7 +32,8 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
 #: The extras each command needs; a command not listed needs none.
-EXTRAS = {"test": ("dev", "ray", "docs", "ag2"), "lint": ("dev",), "docs": ("docs",)}
+EXTRAS = {"test": ("dev", "ray", "docs", "ag2", "acp"), "lint": ("dev", "acp"),
+          "docs": ("docs",)}
 
 
 def _digest() -> str:

@@ -16,6 +16,7 @@ from forge.harness._base import (
     ToolCall,
     Usage,
 )
+from forge.harness.acp import AcpHarness
 from forge.harness.ag2 import Ag2Harness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
@@ -25,6 +26,7 @@ from forge.spec import BuildContext, Spec
 
 __all__ = [
     "HARNESSES",
+    "AcpHarness",
     "Ag2Harness",
     "AttemptContext",
     "AttemptTimeout",

@@ -314,7 +314,7 @@ def _check_program(program: str, cwd: Path, env: dict[str, str], where: BuildCon
 
 
 def _identity(argv: list[str], cwd: Path, cwd_label: str, env: dict[str, str],
-              worker: bool) -> str:
+              worker: bool, kind: str = "command") -> str:
     """Command, cwd as written (portable), digests of the env and of the files that argv
     names relative to cwd (the agent script). Env values may be secrets: digest only.
     The program itself is left out when found through PATH, as are absolute paths
@@ -326,7 +326,7 @@ def _identity(argv: list[str], cwd: Path, cwd_label: str, env: dict[str, str],
         path = cwd / arg
         if path.is_file():
             files[arg] = file_digest(path)
-    parts = ["command", shlex.join(argv), f"cwd={cwd_label}"]
+    parts = [kind, shlex.join(argv), f"cwd={cwd_label}"]
     if env:
         parts.append("env=" + digest_of(env)[:16])
     if files:

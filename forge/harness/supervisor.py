@@ -289,8 +289,9 @@ class Supervisor:
         self._idle: list[Child] = []
         self._closed = False
 
-    async def spawn(self) -> Child:
-        """A new child; raises what starting it raised (a missing program, ...)."""
+    async def spawn(self, cwd: Path | None = None) -> Child:
+        """A new child, in ``cwd`` (default: the supervisor's); raises what starting it
+        raised (a missing program, ...)."""
         if self._closed:
             # An attempt still on its way when the evaluation closes (an interruption)
             # must not leave a child that aclose() no longer waits for.
@@ -300,7 +301,8 @@ class Supervisor:
         self._children.add(child)
         starting = asyncio.ensure_future(loop.subprocess_exec(
             lambda: child, *self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=self.cwd, env={**os.environ, **self.env},
+            stderr=subprocess.PIPE, cwd=self.cwd if cwd is None else cwd,
+            env={**os.environ, **self.env},
             start_new_session=True))
         try:
             await asyncio.shield(starting)
