@@ -8,8 +8,9 @@
 
 Creates ``.venv`` beside this file on first use (or reuses it) and installs forge
 into it with what the command needs: forge alone for ``forge``, the ``dev`` extra
-for ``lint``, ``dev``, ``ray`` and ``docs`` for ``test`` (the Ray executor's tests
-start a local Ray instance; the docs' tests build the guide), ``docs`` for ``docs``
+for ``lint``, ``dev``, ``ray``, ``docs`` and the agent protocols' extras (``a2a``)
+for ``test`` (the Ray executor's tests start a local Ray instance; the docs' tests
+build the guide; the protocol harnesses' tests run real SDK servers), ``docs`` for ``docs``
 (mkdocs with the material theme; ``mkdocs build --strict``, so a broken link or a
 page missing from the nav fails it). Reinstalls when pyproject.toml changes or a
 command needs an extra not installed yet. Standard library only, since nothing else
@@ -31,7 +32,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
 #: The extras each command needs; a command not listed needs none.
-EXTRAS = {"test": ("dev", "ray", "docs"), "lint": ("dev",), "docs": ("docs",)}
+EXTRAS = {"test": ("dev", "ray", "docs", "a2a"), "lint": ("dev",), "docs": ("docs",)}
 
 
 def _digest() -> str:
