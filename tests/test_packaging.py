@@ -127,13 +127,13 @@ def test_run_py_installs_what_each_command_needs(tmp_path: Path,
     assert _installed(calls) == [root]
     run_py.ensure_venv("forge")
     run_py.ensure_venv("test")  # the tests need pytest (dev), Ray and mkdocs (docs)
-    assert _installed(calls) == [root, f"{root}[a2a,dev,docs,ray]"]
+    assert _installed(calls) == [root, f"{root}[a2a,dev,docs,nlip,ray]"]
     run_py.ensure_venv("lint")
     run_py.ensure_venv("forge")  # nothing taken away, nothing installed again
     assert len(_installed(calls)) == 2
     (run_py.ROOT / "pyproject.toml").write_text("# changed\n", encoding="utf-8")
     run_py.ensure_venv("forge")  # a new pyproject: again, keeping the extras there were
-    assert _installed(calls)[-1] == f"{root}[a2a,dev,docs,ray]"
+    assert _installed(calls)[-1] == f"{root}[a2a,dev,docs,nlip,ray]"
 
 
 def test_run_py_lint_needs_only_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from forge.harness._base import (
 from forge.harness.a2a import A2AHarness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
+from forge.harness.nlip import NlipHarness
 from forge.harness.openai import OpenAIHarness
 from forge.harness.python import PythonHarness
 from forge.spec import BuildContext, Spec
@@ -31,6 +32,7 @@ __all__ = [
     "CommandHarness",
     "Harness",
     "HttpHarness",
+    "NlipHarness",
     "OpenAIHarness",
     "PythonHarness",
     "RunOutput",

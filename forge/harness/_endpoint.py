@@ -45,6 +45,7 @@ __all__ = [
     "check_headers",
     "check_url",
     "describe",
+    "excerpt",
     "import_extra",
     "read_headers",
     "receiving",
@@ -55,6 +56,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: The hosts a served agent may listen on: this machine only.
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _MIB = MAX_OUTPUT_BYTES // 2**20
+_EXCERPT_CHARS = 160
 
 
 def check_url(url: str, *, port_placeholder: bool = False) -> str:
@@ -236,3 +238,13 @@ def describe(exc: BaseException) -> str:
     """An exception as one redacted line: its type when it says nothing more."""
     text = str(exc).strip() or type(exc).__name__
     return " ".join(redact(text).split())
+
+
+def excerpt(content: bytes) -> str:
+    """A response body as one short redacted line."""
+    if not content:
+        return "(empty body)"
+    # The whole body is redacted before the clip: a clip through a secret would leave
+    # a prefix of it that no longer matches.
+    text = " ".join(redact(content.decode("utf-8", "replace")).split())
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "…"

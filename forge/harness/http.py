@@ -58,7 +58,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from forge._files import validation_problem
 from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput
-from forge.harness._endpoint import NoCookies, check_headers, check_url, read_headers
+from forge.harness._endpoint import (
+    NoCookies,
+    check_headers,
+    check_url,
+    describe,
+    excerpt,
+    read_headers,
+)
 from forge.secrets import redact
 from forge.spec import BuildContext
 from forge.task import Task
@@ -72,7 +79,6 @@ log = logging.getLogger(__name__)
 
 RetryOn = Literal["connect", "disconnect", "timeout", "5xx", "429"]
 
-_EXCERPT_CHARS = 160
 # Without a timeout_s of its own, a request may run a little past the attempt's
 # deadline, so that the engine's timeout ends it and the attempt is a `timeout`.
 _GRACE_S = 0.5
@@ -192,32 +198,32 @@ class HttpHarness(Harness):
                 response = await client.post(self.settings.url, content=body,
                                              timeout=httpx.Timeout(limit))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return _Failure("connect", f"cannot connect: {_describe(exc)}")
+            return _Failure("connect", f"cannot connect: {describe(exc)}")
         except (httpx.TimeoutException, TimeoutError):
             return _Failure("timeout", f"no answer within {limit:.3g} s")
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            return _Failure("disconnect", f"connection dropped: {_describe(exc)}")
+            return _Failure("disconnect", f"connection dropped: {describe(exc)}")
         except httpx.HTTPError as exc:
-            return _Failure("final", f"request failed: {_describe(exc)}")
+            return _Failure("final", f"request failed: {describe(exc)}")
         return self._read(response)
 
     def _read(self, response: httpx.Response) -> tuple[RunOutput, int] | _Failure:
         status = response.status_code
         content = response.content
         if status >= 500:
-            return _Failure("5xx", f"HTTP {status}: {_excerpt(content)}")
+            return _Failure("5xx", f"HTTP {status}: {excerpt(content)}")
         if status == 429:
-            return _Failure("429", f"HTTP 429: {_excerpt(content)}",
+            return _Failure("429", f"HTTP 429: {excerpt(content)}",
                             _retry_after(response.headers.get("Retry-After")))
         if 300 <= status < 400:
             return _Failure("final", f"HTTP {status} (redirects are not followed)")
         if status >= 400 or status < 200:
-            return _Failure("final", f"HTTP {status}: {_excerpt(content)}")
+            return _Failure("final", f"HTTP {status}: {excerpt(content)}")
         try:
             data = json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return _Failure("final", f"HTTP {status} with a body that is not JSON: "
-                                     f"{_excerpt(content)}")
+                                     f"{excerpt(content)}")
         if not isinstance(data, dict):
             return _Failure("final", f"HTTP {status} with a JSON {type(data).__name__}, "
                                      "not a RunOutput object")
@@ -270,24 +276,6 @@ class HttpHarness(Harness):
         settings = HttpSettings.model_validate(args)
         headers = read_headers(settings.headers_from_env, ctx, "http")
         return cls(settings, headers)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return _one_line(redact(text))
-
-
-def _excerpt(content: bytes) -> str:
-    if not content:
-        return "(empty body)"
-    # The whole body is redacted before the clip: a clip through a secret would leave
-    # a prefix of it that no longer matches.
-    text = _one_line(redact(content.decode("utf-8", "replace")))
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "…"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
@@ -43,6 +44,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+from asgi_tricks import Tricky
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -121,38 +123,12 @@ TRICKS = ("garbage", "bad-result", "rpc-error", "cut-stream", "bad-event", "erro
           "other-task")
 
 
-class Hostile:
-    """In front of the SDK's app: answers the requests whose text names a trick itself."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        body = b""
-        more = True
-        while more:
-            event = await receive()
-            body += event.get("body", b"")
-            more = event.get("more_body", False)
-        request = json.loads(body)
-        text = json.dumps(request.get("params", {}).get("message", {}).get("parts", []))
-        trick = next((t for t in TRICKS if t in text), None)
-        if trick is None:
-            replayed = False
-
-            async def replay() -> Any:
-                nonlocal replayed
-                if not replayed:
-                    replayed = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return await receive()
-
-            await self.app(scope, replay, send)
-            return
-        await _trick(trick, request, send)
+def pick(scope: dict[str, Any], body: bytes) -> Any:
+    """The trick a request's text names, as a responder (None: the SDK answers)."""
+    request = json.loads(body)
+    text = json.dumps(request.get("params", {}).get("message", {}).get("parts", []))
+    trick = next((t for t in TRICKS if t in text), None)
+    return None if trick is None else functools.partial(_trick, trick, request)
 
 
 async def _trick(trick: str, request: dict[str, Any], send: Any) -> None:
@@ -209,7 +185,7 @@ def app(port: int, streaming: bool, url: str | None = None) -> Any:
     inner = Starlette(routes=[Route("/_test/log", show_log),
                               *create_agent_card_routes(agent_card),
                               *create_jsonrpc_routes(handler, rpc_url="/")])
-    return Hostile(inner)
+    return Tricky(inner, pick)
 
 
 def main() -> None:
@@ -223,7 +199,7 @@ def main() -> None:
             pids.write(f"{os.getpid()}\n")
     print(f"scripted A2A agent on 127.0.0.1:{args.port}", file=sys.stderr, flush=True)
     uvicorn.run(app(args.port, not args.no_streaming, args.card_url), host="127.0.0.1",
-                port=args.port, log_level="warning")
+                port=args.port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

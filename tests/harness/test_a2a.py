@@ -15,19 +15,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_process import HERE, AgentProcess, alive, need_sdk
+from agent_process import (
+    HERE,
+    AgentProcess,
+    alive,
+    eval_without,
+    hostile,
+    need_sdk,
+    questions,
+    run_eval,
+    search_through_failures,
+    write_protocol_bench,
+)
 from conftest import (
-    MINI_REGISTRY,
     REPO,
     assert_user_error,
     run_forge,
     stored_results,
-    write_jsonl,
 )
 
 from forge.bench import load_bench
-from forge.evaluate import evaluate
-from forge.results import AttemptResult, load_result
+from forge.results import load_result
 from forge.secrets import clear_secrets
 
 AGENT = str(HERE / "a2a_agent.py")
@@ -59,41 +67,9 @@ def agent(request: pytest.FixtureRequest) -> AgentProcess:
     return running
 
 
-def write_a2a_bench(root: Path, harness: dict[str, Any], tasks: list[dict[str, Any]], *,
-                    timeout_s: float = 5.0, k: int = 1, extra: str = "",
-                    more: dict[str, list[dict[str, Any]]] | None = None) -> Path:
-    """A bench on the mini registry (effort 1..5, mode fast/careful) whose dev split is
-    ``tasks``; ``more`` adds splits (by default a val split of one task)."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "registry.yaml").write_text(MINI_REGISTRY, encoding="utf-8")
-    splits = {"dev": tasks, **(more or {"val": [{"id": "v", "input": "q 9",
-                                                 "expected": "9 fast"}]})}
-    for split, rows in splits.items():
-        write_jsonl(root / "tasks" / f"{split}.jsonl", rows)
-    split_map = ", ".join(f"{s}: tasks/{s}.jsonl" for s in splits)
-    bench = root / "bench.yaml"
-    bench.write_text(
-        "name: a2a-test\n"
-        f"harness: {json.dumps({'a2a': harness})}\n"
-        "registry: registry.yaml\n"
-        f"splits: {{{split_map}}}\n"
-        f"rollouts: {json.dumps({'k': k, 'concurrency': 4, 'timeout_s': timeout_s})}\n"
-        "scorer: exact\n" + extra, encoding="utf-8")
-    return bench
-
-
-def questions(*ns: int, effort: int = 1, mode: str = "fast") -> list[dict[str, Any]]:
-    return [{"id": f"q{n}", "input": f"q {n}", "expected": f"{n * effort} {mode}"} for n in ns]
-
-
-def hostile(*names: str) -> list[dict[str, Any]]:
-    return [{"id": name, "input": f"please {name}", "expected": "never"} for name in names]
-
-
-def run_eval(bench: Path, **options: Any) -> dict[str, AttemptResult]:
-    loaded = load_bench(bench)
-    result = evaluate(loaded, loaded.defaults, **options)
-    return {a.task_id: a for t in result.tasks for a in t.attempts}
+def write_a2a_bench(root: Path, args: dict[str, Any], tasks: list[dict[str, Any]],
+                    **options: Any) -> Path:
+    return write_protocol_bench(root, {"a2a": args}, tasks, **options)
 
 
 # -- answers, and the config on its way -----------------------------------------------------------
@@ -252,23 +228,12 @@ def test_a_search_goes_on_through_every_kind_of_failure(
     """The agent answers right only at effort 2; a third of the dev tasks fail in every
     way the boundary can. The search promotes effort 2 all the same, each failure is
     journaled with its reason, and the agent is left with nothing running."""
-    def split(prefix: str, n: int) -> list[dict[str, Any]]:
-        return [{"id": f"{prefix}{i}", "input": f"{prefix} q {i}", "expected": f"{2 * i} fast"}
-                for i in range(1, n + 1)]
-
-    dev = split("d", 10) + hostile("fail", "hang", "garbage", "cut-stream", "ask")
-    bench = write_a2a_bench(tmp_path / "b", {"url": streaming_agent.url}, dev, k=2,
-                            timeout_s=1.0, more={"val": split("v", 8), "test": split("t", 4)},
-                            extra="gates: {alpha: 0.1, val_margin: 0.2}\n"
-                                  "search: {max_steps: 2, patience: 2}\n")
-    out = run_forge(capsys, "search", bench, "--journals", tmp_path / "j", "--json",
-                    "--candidates", "8")
-    assert out[0] == 0, out[2]
-    outcome = json.loads(out[1])
+    outcome = search_through_failures(tmp_path, {"a2a": {"url": streaming_agent.url}},
+                                      ["fail", "hang", "garbage", "cut-stream", "ask"], capsys)
     assert [(p["target"], p["before"], p["after"]) for p in outcome["promotions"]] == [
         ("effort", 1, 2)]
     reasons = outcome["unscored"]["dev"]["start"]["unscored_by_reason"]
-    assert sum(reasons.values()) == 10  # 5 hostile tasks, 2 attempts each
+    assert sum(reasons.values()) == 10  # 5 failing tasks, 2 attempts each
     assert any(r.startswith("timeout: AttemptTimeout: the agent's task did not end")
                for r in reasons)
     assert streaming_agent.log()["running"] == 0
@@ -404,24 +369,11 @@ def test_a_bearer_token_comes_from_the_environment_and_is_redacted(
 
 # -- the extra ------------------------------------------------------------------------------------
 
-_HIDE = """
-import sys
-for name in {names!r}:
-    sys.modules[name] = None  # an import of it raises ImportError, as when not installed
-from forge.cli import main
-sys.exit(main(["eval", {bench!r}]))
-"""
-
-
 def test_without_the_extra_the_bench_names_the_pip_install(tmp_path: Path) -> None:
     bench = write_a2a_bench(tmp_path / "b", {"url": "http://127.0.0.1:1/"}, questions(1))
-    proc = subprocess.run([sys.executable, "-c", _HIDE.format(names=["a2a", "a2a.client"],
-                                                              bench=str(bench))],
-                          capture_output=True, text=True, timeout=60, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    code, stderr = eval_without(["a2a", "a2a.client"], bench)
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in stderr, stderr
     assert "harness.a2a" in lines[0] and "pip install 'forge[a2a]'" in lines[0]
 
 
