@@ -66,6 +66,7 @@ class RolloutEngine:
         self.executor = executor if executor is not None else LocalExecutor()
         self._cancelling = False
         self._running: set[_Batch] = set()
+        self._starting: asyncio.Future[None] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -74,6 +75,8 @@ class RolloutEngine:
     def cancel(self) -> None:
         """Start no more attempts; end those in flight as ``cancelled``. Idempotent."""
         self._cancelling = True
+        if self._starting is not None:
+            self._starting.cancel()
         for batch in list(self._running):
             batch.cancel()
 
@@ -89,6 +92,8 @@ class RolloutEngine:
         those never started are left out, so the list may be shorter than ``keys``.
         """
         results: list[AttemptResult | None] = [None] * len(keys)
+        if keys and not await self._start_harness():
+            return []
         if keys:
             batch = _Batch(self, config, keys, split, stream or split, results, on_attempt)
             self._running.add(batch)
@@ -97,6 +102,23 @@ class RolloutEngine:
             finally:
                 self._running.discard(batch)
         return [r for r in results if r is not None]
+
+    async def _start_harness(self) -> bool:
+        """Await the harness's ``astart`` (its time is no attempt's); False when the
+        engine is cancelled first, which also cancels the start."""
+        if type(self.harness).astart is Harness.astart:
+            return True
+        if self._cancelling:
+            return False
+        starting = self._starting = asyncio.ensure_future(self.harness.astart())
+        try:
+            await starting
+        except asyncio.CancelledError:
+            if not (self._cancelling and starting.cancelled()):
+                raise
+        finally:
+            self._starting = None
+        return not self._cancelling
 
 
 class _Batch:

@@ -19,6 +19,8 @@ from conftest import copy_forge_source
 import forge
 
 REPO = Path(__file__).resolve().parent.parent
+#: What run.py installs for the tests: test tools, Ray, the docs, each agent framework.
+TEST_EXTRAS = "a2a,acp,ag2,dev,docs,nlip,ray"
 
 
 @pytest.fixture(scope="module")
@@ -126,18 +128,20 @@ def test_run_py_installs_what_each_command_needs(tmp_path: Path,
     run_py.ensure_venv("forge")  # the quickstart: forge alone, no test tools, no Ray
     assert _installed(calls) == [root]
     run_py.ensure_venv("forge")
-    run_py.ensure_venv("test")  # the tests need pytest (dev), Ray, mkdocs (docs) and AG2
-    assert _installed(calls) == [root, f"{root}[ag2,dev,docs,ray]"]
+    run_py.ensure_venv("test")  # pytest (dev), Ray, mkdocs (docs), the agent frameworks
+    assert _installed(calls) == [root, f"{root}[{TEST_EXTRAS}]"]
     run_py.ensure_venv("lint")
     run_py.ensure_venv("forge")  # nothing taken away, nothing installed again
     assert len(_installed(calls)) == 2
     (run_py.ROOT / "pyproject.toml").write_text("# changed\n", encoding="utf-8")
     run_py.ensure_venv("forge")  # a new pyproject: again, keeping the extras there were
-    assert _installed(calls)[-1] == f"{root}[ag2,dev,docs,ray]"
+    assert _installed(calls)[-1] == f"{root}[{TEST_EXTRAS}]"
 
 
-def test_run_py_lint_needs_only_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_py_lint_needs_dev_and_the_acp_sdk(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # mypy reads the acp harness's types from the SDK; the other extras stay out.
     run_py, calls = _run_py(tmp_path, monkeypatch)
     run_py.ensure_venv("lint")
-    assert _installed(calls) == [f"{run_py.ROOT}[dev]"]
+    assert _installed(calls) == [f"{run_py.ROOT}[acp,dev]"]
     assert run_py.main(["nope"]) == 2 and len(calls) == 2  # refused before installing

@@ -16,8 +16,10 @@ from conftest import MakeBench, default_tasks
 
 from forge.bench import Bench, load_bench
 from forge.evaluate import DEFAULT_SEED, evaluate
+from forge.harness import AttemptContext, Harness
 from forge.results import AttemptResult, EvalResult, load_result, save_result
 from forge.rollout import AttemptKey, RolloutEngine, derive_seed
+from forge.task import Task
 
 
 def by_task(result: EvalResult) -> dict[str, list[AttemptResult]]:
@@ -418,3 +420,70 @@ def test_the_engine_refuses_zero_concurrency(arith_bench: Bench) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         RolloutEngine(arith_bench.build_harness(), arith_bench.scorer,
                       run_seed=1, concurrency=0, timeout_s=1)
+
+
+# -- a harness that starts something first (astart) ---------------------------------
+
+
+class _SlowStart(Harness):
+    """Wraps a bench's harness; its start takes ``start_s`` (a server coming up)."""
+
+    def __init__(self, inner: Harness, start_s: float) -> None:
+        self.inner = inner
+        self.start_s = start_s
+        self.starts = 0
+        self.start_cancelled = False
+
+    @property
+    def identity(self) -> str:
+        return "slow-start:" + self.inner.identity
+
+    async def astart(self) -> None:
+        self.starts += 1
+        try:
+            await asyncio.sleep(self.start_s)
+        except asyncio.CancelledError:
+            self.start_cancelled = True
+            raise
+
+    async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> Any:
+        return await self.inner.run(config, task, ctx)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_the_harness_start_is_no_attempts_time(arith_bench: Bench) -> None:
+    """A start longer than the attempt timeout costs no attempt; it comes before
+    every batch (a harness returns at once when all is ready)."""
+    harness = _SlowStart(arith_bench.build_harness(), start_s=0.6)
+    keys = [AttemptKey(t, 0) for t in arith_bench.tasks("dev")[:4]]
+
+    async def main() -> list[AttemptResult]:
+        engine = RolloutEngine(harness, arith_bench.scorer, run_seed=1, concurrency=2,
+                               timeout_s=0.3)
+        first = await engine.run(arith_bench.defaults, keys, split="dev")
+        return first + await engine.run(arith_bench.defaults, keys[:1], split="dev")
+
+    results = asyncio.run(main())
+    assert [a.stop_reason for a in results] == ["completed"] * 5
+    assert all(a.duration_s < 0.3 for a in results)
+    assert harness.starts == 2
+
+
+def test_cancel_during_the_harness_start_starts_no_attempt(arith_bench: Bench) -> None:
+    harness = _SlowStart(arith_bench.build_harness(), start_s=30)
+
+    async def main() -> tuple[list[AttemptResult], float]:
+        engine = RolloutEngine(harness, arith_bench.scorer, run_seed=1, concurrency=2,
+                               timeout_s=1)
+        asyncio.get_running_loop().call_later(0.2, engine.cancel)
+        t0 = time.monotonic()
+        results = await engine.run(arith_bench.defaults,
+                                   [AttemptKey(t, 0) for t in arith_bench.tasks("dev")],
+                                   split="dev")
+        return results, time.monotonic() - t0
+
+    results, elapsed = asyncio.run(main())
+    assert results == [] and elapsed < 2
+    assert harness.start_cancelled

@@ -16,16 +16,19 @@ from forge.harness._base import (
     ToolCall,
     Usage,
 )
+from forge.harness.a2a import A2AHarness
 from forge.harness.acp import AcpHarness
 from forge.harness.ag2 import Ag2Harness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
+from forge.harness.nlip import NlipHarness
 from forge.harness.openai import OpenAIHarness
 from forge.harness.python import PythonHarness
 from forge.spec import BuildContext, Spec
 
 __all__ = [
     "HARNESSES",
+    "A2AHarness",
     "AcpHarness",
     "Ag2Harness",
     "AttemptContext",
@@ -33,6 +36,7 @@ __all__ = [
     "CommandHarness",
     "Harness",
     "HttpHarness",
+    "NlipHarness",
     "OpenAIHarness",
     "PythonHarness",
     "RunOutput",

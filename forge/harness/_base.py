@@ -194,6 +194,9 @@ class Harness(Plugin, ABC):
     - ``run`` gets a private copy of the config and of the task, may raise, may
       hang (forge enforces the timeout), and returns a :class:`RunOutput` or a dict.
     - ``aclose`` releases what the harness holds; called once per evaluation.
+    - ``astart`` (optional) makes ready what every attempt needs, such as a server the
+      harness runs its agent on; the engine awaits it before each batch, outside any
+      attempt's time, so it must return at once when all is ready already.
 
     Optional: a harness whose work is a plain blocking function exposes it as
     ``sync_callable`` (same arguments as ``run``); the local executor then calls it
@@ -209,6 +212,10 @@ class Harness(Plugin, ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
+
+    async def astart(self) -> None:
+        """Nothing to make ready by default."""
+        return None
 
     @property
     def sync_callable(self) -> Callable[..., Any] | None:

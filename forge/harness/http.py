@@ -49,19 +49,24 @@ import email.utils
 import json
 import logging
 import math
-import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.cookiejar import Cookie, CookieJar
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from forge._files import validation_problem
 from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput
-from forge.secrets import redact, register_secret, secret_from_env
+from forge.harness._endpoint import (
+    NoCookies,
+    check_headers,
+    check_url,
+    describe,
+    excerpt,
+    read_headers,
+)
+from forge.secrets import redact
 from forge.spec import BuildContext
 from forge.task import Task
 
@@ -74,9 +79,6 @@ log = logging.getLogger(__name__)
 
 RetryOn = Literal["connect", "disconnect", "timeout", "5xx", "429"]
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an HTTP header name (RFC 9110)
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_EXCERPT_CHARS = 160
 # Without a timeout_s of its own, a request may run a little past the attempt's
 # deadline, so that the engine's timeout ends it and the attempt is a `timeout`.
 _GRACE_S = 0.5
@@ -103,44 +105,16 @@ class HttpSettings(BaseModel):
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"expected an http:// or https:// url, got {url!r}")
-        if parts.username is not None or parts.password is not None:
-            # The url goes into the harness's identity, journals and results.
-            raise ValueError("credentials in the url would be written to journals; "
-                             "pass them with headers_from_env")
-        return url
+        return check_url(url)
 
     @field_validator("headers_from_env")
     @classmethod
     def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        seen: set[str] = set()
-        for header, variable in headers.items():
-            if not _TOKEN.fullmatch(header):
-                raise ValueError(f"{header!r} is not an HTTP header name")
-            if header.lower() in seen:
-                raise ValueError(f"header {header!r} is given twice")
-            seen.add(header.lower())
-            if not _ENV_NAME.fullmatch(variable):
-                raise ValueError(f"{variable!r} (header {header}) is not an environment "
-                                 "variable name")
-        return headers
+        return check_headers(headers)
 
 
 class HttpAttemptError(Exception):
     """An attempt's request failed; the message says how often and why, on one line."""
-
-
-class _NoCookies(CookieJar):
-    """A jar that keeps nothing: a cookie set by one attempt's answer would otherwise be
-    sent with the next attempt, state that the protocol says the service does not keep."""
-
-    def set_cookie(self, cookie: Cookie) -> None:
-        return None
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -186,7 +160,7 @@ class HttpHarness(Harness):
             # No connection cap: the engine's concurrency is the one limit, and a pool
             # wait would show up as attempts timing out.
             self._client = httpx.AsyncClient(
-                headers=self._headers, cookies=_NoCookies(), follow_redirects=False,
+                headers=self._headers, cookies=NoCookies(), follow_redirects=False,
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
             self._client_loop = loop
         return self._client
@@ -224,32 +198,32 @@ class HttpHarness(Harness):
                 response = await client.post(self.settings.url, content=body,
                                              timeout=httpx.Timeout(limit))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return _Failure("connect", f"cannot connect: {_describe(exc)}")
+            return _Failure("connect", f"cannot connect: {describe(exc)}")
         except (httpx.TimeoutException, TimeoutError):
             return _Failure("timeout", f"no answer within {limit:.3g} s")
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            return _Failure("disconnect", f"connection dropped: {_describe(exc)}")
+            return _Failure("disconnect", f"connection dropped: {describe(exc)}")
         except httpx.HTTPError as exc:
-            return _Failure("final", f"request failed: {_describe(exc)}")
+            return _Failure("final", f"request failed: {describe(exc)}")
         return self._read(response)
 
     def _read(self, response: httpx.Response) -> tuple[RunOutput, int] | _Failure:
         status = response.status_code
         content = response.content
         if status >= 500:
-            return _Failure("5xx", f"HTTP {status}: {_excerpt(content)}")
+            return _Failure("5xx", f"HTTP {status}: {excerpt(content)}")
         if status == 429:
-            return _Failure("429", f"HTTP 429: {_excerpt(content)}",
+            return _Failure("429", f"HTTP 429: {excerpt(content)}",
                             _retry_after(response.headers.get("Retry-After")))
         if 300 <= status < 400:
             return _Failure("final", f"HTTP {status} (redirects are not followed)")
         if status >= 400 or status < 200:
-            return _Failure("final", f"HTTP {status}: {_excerpt(content)}")
+            return _Failure("final", f"HTTP {status}: {excerpt(content)}")
         try:
             data = json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return _Failure("final", f"HTTP {status} with a body that is not JSON: "
-                                     f"{_excerpt(content)}")
+                                     f"{excerpt(content)}")
         if not isinstance(data, dict):
             return _Failure("final", f"HTTP {status} with a JSON {type(data).__name__}, "
                                      "not a RunOutput object")
@@ -300,39 +274,8 @@ class HttpHarness(Harness):
     @classmethod
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> HttpHarness:
         settings = HttpSettings.model_validate(args)
-        headers: dict[str, str] = {}
-        for header, variable in settings.headers_from_env.items():
-            where = ("http", "headers_from_env", header)
-            value = secret_from_env(variable)
-            if value is None:
-                raise ctx.error(f"environment variable {variable} is not set or empty", *where)
-            if "\r" in value or "\n" in value:
-                raise ctx.error(f"the value of {variable} holds a line break; not a "
-                                "header value", *where)
-            scheme, _, credential = value.partition(" ")
-            if scheme.isalpha() and credential.strip():
-                # "Bearer <token>": a service or a log may echo the token alone.
-                register_secret(credential.strip(), name=variable)
-            headers[header] = value
+        headers = read_headers(settings.headers_from_env, ctx, "http")
         return cls(settings, headers)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return _one_line(redact(text))
-
-
-def _excerpt(content: bytes) -> str:
-    if not content:
-        return "(empty body)"
-    # The whole body is redacted before the clip: a clip through a secret would leave
-    # a prefix of it that no longer matches.
-    text = _one_line(redact(content.decode("utf-8", "replace")))
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "…"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _retry_after(value: str | None) -> float | None:
