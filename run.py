@@ -8,7 +8,7 @@
 
 Creates ``.venv`` beside this file on first use (or reuses it) and installs forge
 into it with what the command needs: forge alone for ``forge``, the ``dev`` extra
-for ``lint``, ``dev``, ``ray`` and ``docs`` for ``test`` (the Ray executor's tests
+for ``lint``, ``dev``, ``ray``, ``docs`` and ``agno`` for ``test`` (the Ray executor's tests
 start a local Ray instance; the docs' tests build the guide), ``docs`` for ``docs``
 (mkdocs with the material theme; ``mkdocs build --strict``, so a broken link or a
 page missing from the nav fails it). Reinstalls when pyproject.toml changes or a
@@ -31,7 +31,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
 #: The extras each command needs; a command not listed needs none.
-EXTRAS = {"test": ("dev", "ray", "docs"), "lint": ("dev",), "docs": ("docs",)}
+EXTRAS = {"test": ("dev", "ray", "docs", "agno"), "lint": ("dev",), "docs": ("docs",)}
 
 
 def _digest() -> str:

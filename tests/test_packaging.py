@@ -69,6 +69,9 @@ def test_metadata_license_version_and_classifiers(wheel: zipfile.ZipFile) -> Non
     assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639 forbids both
     requires = meta.get_all("Requires-Dist") or []
     assert any(r.startswith("ray[default]") and 'extra == "ray"' in r for r in requires)
+    # forge[agno] pulls agno; the base install pulls nothing of it.
+    agno = [r for r in requires if r.startswith("agno")]
+    assert agno and all('extra == "agno"' in r for r in agno)
     entry_points = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
     assert "forge = forge.cli:main" in wheel.read(entry_points).decode()
 
@@ -126,14 +129,14 @@ def test_run_py_installs_what_each_command_needs(tmp_path: Path,
     run_py.ensure_venv("forge")  # the quickstart: forge alone, no test tools, no Ray
     assert _installed(calls) == [root]
     run_py.ensure_venv("forge")
-    run_py.ensure_venv("test")  # the tests need pytest (dev), Ray and mkdocs (docs)
-    assert _installed(calls) == [root, f"{root}[dev,docs,ray]"]
+    run_py.ensure_venv("test")  # the tests need pytest (dev), Ray, mkdocs (docs), agno
+    assert _installed(calls) == [root, f"{root}[agno,dev,docs,ray]"]
     run_py.ensure_venv("lint")
     run_py.ensure_venv("forge")  # nothing taken away, nothing installed again
     assert len(_installed(calls)) == 2
     (run_py.ROOT / "pyproject.toml").write_text("# changed\n", encoding="utf-8")
     run_py.ensure_venv("forge")  # a new pyproject: again, keeping the extras there were
-    assert _installed(calls)[-1] == f"{root}[dev,docs,ray]"
+    assert _installed(calls)[-1] == f"{root}[agno,dev,docs,ray]"
 
 
 def test_run_py_lint_needs_only_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from forge.harness._base import (
     ToolCall,
     Usage,
 )
+from forge.harness.agno import AgnoHarness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
 from forge.harness.openai import OpenAIHarness
@@ -24,6 +25,7 @@ from forge.spec import BuildContext, Spec
 
 __all__ = [
     "HARNESSES",
+    "AgnoHarness",
     "AttemptContext",
     "AttemptTimeout",
     "CommandHarness",
