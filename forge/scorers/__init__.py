@@ -20,6 +20,8 @@ name            shorthand    options (defaults)
 ``all``         ``scorers``  scorers (list of specs)
 ``any``         ``scorers``  scorers (list of specs)
 ``weighted``    ``scorers``  scorers (list of {scorer, weight (1)}), threshold (0.5)
+``agno``        ``target``   target ("module:NAME": an agno scorer or Environment;
+                             needs ``forge[agno]``)
 ==============  ===========  ==========================================================
 
 In YAML: ``scorer: exact``, ``scorer: {regex: "^\\d+$"}``,
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.scorers._base import SCORERS, Score, Scorer
+from forge.scorers.agno import AgnoScorer
 from forge.scorers.code import CodeScorer
 from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer
 from forge.scorers.judge import JudgeScorer
@@ -41,6 +44,7 @@ from forge.spec import BuildContext, Spec
 
 __all__ = [
     "SCORERS",
+    "AgnoScorer",
     "AllScorer",
     "AnyScorer",
     "CodeScorer",

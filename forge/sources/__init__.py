@@ -14,5 +14,6 @@ is missing in one line when it is not there.
 from __future__ import annotations
 
 from forge.sources._base import SOURCES, TaskSource
+from forge.sources.agno import AgnoSource
 
-__all__ = ["SOURCES", "TaskSource"]
+__all__ = ["SOURCES", "AgnoSource", "TaskSource"]

@@ -17,7 +17,7 @@ from forge.spec import BuildContext, Spec
 
 from ._helpers import Build, WriteModule
 
-NAMES = ["all", "any", "code", "contains", "exact", "judge", "numeric", "regex", "toolcall",
+NAMES = ["agno", "all", "any", "code", "contains", "exact", "judge", "numeric", "regex", "toolcall",
          "weighted"]
 
 
