@@ -23,6 +23,9 @@ from forge.harness import AttemptContext, ToolCall, Usage  # noqa: E402
 from forge.results import EvalResult  # noqa: E402
 from forge.task import Task  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORT = ROOT / "benches" / "agno-support"
+
 PRELUDE = '''
 import time
 
@@ -346,3 +349,23 @@ def make_agent(config):
     errors = {r["result"]["error"] for r in rows if r["result"]["stop_reason"] == "error"}
     assert errors == {"AgnoRunError: RuntimeError: careful mode is broken"}
 
+
+def test_a_search_of_the_example_bench_promotes_a_setting_that_matters(
+        tmp_path: Path) -> None:
+    """benches/agno-support: its Agno agent fails refund questions at the default
+    tool_call_limit of 2 (they need three tools); the search raises it, and journals
+    every attempt with Agno's tool executions and token usage."""
+    from forge.launch import launch_search
+
+    outcome = launch_search(SUPPORT, journals=tmp_path, run_id="support", max_steps=1,
+                            patience=1, run_test=False)
+    assert [(p["target"], p["before"]) for p in outcome.promotions] == [
+        ("tool_call_limit", 2)]
+    assert outcome.final_config["tool_call_limit"] >= 3
+    rows = stored_rows(tmp_path / "support")
+    assert rows and all(r["result"]["stop_reason"] == "completed" for r in rows)
+    outputs = [r["result"]["output"] for r in rows]
+    assert all(o["usage"]["input_tokens"] > 0 and o["cost"] > 0 for o in outputs)
+    names = {c["name"] for o in outputs for c in o["tool_calls"]}
+    assert names == {"lookup_order", "return_policy", "compute_refund"}
+    assert any("tool_call_limit_hit" in o["signals"] for o in outputs)
