@@ -59,7 +59,8 @@ COMMANDS: tuple[Command, ...] = (
             "Write one self-contained HTML report of a search run (opens offline)."),
     Command("registry", "registry", "Inspect setting registries."),
     Command("runtime", "runtime", "Read the runtime mutator's journal."),
-    Command("export", "export", "Export passing attempts as training data, and verify exports."),
+    Command("export", "export", "Export passing attempts as training data, verify exports, and "
+                                "hand results to Agno."),
     Command("journal", "journal", "Review search runs: every step, its gates and its verdict."),
 )
 
