@@ -9,9 +9,9 @@
 Creates ``.venv`` beside this file on first use (or reuses it) and installs forge
 into it with what the command needs: forge alone for ``forge``, the ``dev`` extra
 for ``lint``, ``dev``, ``ray``, ``docs`` and each agent framework's and protocol's extra
-(``ag2``, ``acp``, ``a2a``, ``nlip``) for ``test`` (the Ray executor's tests start a local
-Ray instance; the docs' tests build the guide; the framework and protocol harnesses' tests
-run real agents and SDK servers), ``docs`` for ``docs``
+(``agno``, ``ag2``, ``acp``, ``a2a``, ``nlip``) for ``test`` (the Ray executor's tests
+start a local Ray instance; the docs' tests build the guide; the framework and protocol
+harnesses' tests run real agents and SDK servers), ``docs`` for ``docs``
 (mkdocs with the material theme; ``mkdocs build --strict``, so a broken link or a
 page missing from the nav fails it). Reinstalls when pyproject.toml changes or a
 command needs an extra not installed yet. Standard library only, since nothing else
@@ -33,8 +33,8 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".forge-install-stamp"
 
 #: The extras each command needs; a command not listed needs none.
-EXTRAS = {"test": ("dev", "ray", "docs", "ag2", "acp", "a2a", "nlip"), "lint": ("dev", "acp"),
-          "docs": ("docs",)}
+EXTRAS = {"test": ("dev", "ray", "docs", "agno", "ag2", "acp", "a2a", "nlip"),
+          "lint": ("dev", "acp"), "docs": ("docs",)}
 
 
 def _digest() -> str:

@@ -20,7 +20,7 @@ import forge
 
 REPO = Path(__file__).resolve().parent.parent
 #: What run.py installs for the tests: test tools, Ray, the docs, each agent framework.
-TEST_EXTRAS = "a2a,acp,ag2,dev,docs,nlip,ray"
+TEST_EXTRAS = "a2a,acp,ag2,agno,dev,docs,nlip,ray"
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,9 @@ def test_metadata_license_version_and_classifiers(wheel: zipfile.ZipFile) -> Non
     assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639 forbids both
     requires = meta.get_all("Requires-Dist") or []
     assert any(r.startswith("ray[default]") and 'extra == "ray"' in r for r in requires)
+    # forge[agno] pulls agno; the base install pulls nothing of it.
+    agno = [r for r in requires if r.startswith("agno")]
+    assert agno and all('extra == "agno"' in r for r in agno)
     entry_points = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
     assert "forge = forge.cli:main" in wheel.read(entry_points).decode()
 

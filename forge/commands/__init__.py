@@ -61,7 +61,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("registry", "registry", "Inspect setting registries."),
     Command("runtime", "runtime", "Read the runtime mutator's journal."),
     Command("export", "export",
-            "Export attempts as training data or as an AG2 run, and verify exports."),
+            "Export attempts as training data, as an Agno or an AG2 run, and verify exports."),
     Command("journal", "journal", "Review search runs: every step, its gates and its verdict."),
 )
 

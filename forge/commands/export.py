@@ -1,4 +1,5 @@
-"""``forge export sft`` and ``forge export verify`` (see :mod:`forge.export`).
+"""``forge export sft`` and ``forge export verify`` (see :mod:`forge.export`), and
+``forge export agno`` (see :mod:`forge.export_agno`).
 
 ``verify`` exits 0 when the JSONL matches its sidecar, 1 when it does not (the
 lines that differ are named), 2 on bad input (no JSONL, no or damaged sidecar).
@@ -24,8 +25,8 @@ __all__ = ["register"]
 _PROBLEM_CAP = 20
 
 export_app = typer.Typer(no_args_is_help=True,
-                         help="Export attempts as training data or as an AG2 run, and verify "
-                              "exports.")
+                         help="Export attempts as training data, as an Agno or an AG2 run, "
+                              "and verify exports.")
 
 
 @export_app.command("sft")
@@ -94,12 +95,41 @@ def verify_command(
         raise typer.Exit(1)
 
 
+@export_app.command("agno")
+def agno_command(
+    result_path: Annotated[Path, typer.Argument(metavar="RESULT.json",
+                                                help="a saved result (forge eval --save)")],
+    out: Annotated[Path, typer.Argument(metavar="OUT.json",
+                                        help="the Agno EnvironmentRunResult file to write")],
+    bench_path: Annotated[Path, typer.Option(
+        "--bench", metavar="BENCH",
+        help="the bench the result was evaluated on (an agno harness, task source and scorer)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+) -> None:
+    """Write a result's attempts as Agno's EnvironmentRunResult file, with Agno's env and
+    policy fingerprints: EnvironmentRunResult.load reads it, and .diff compares it with
+    a baseline Agno's run_rollouts made for the same environment."""
+    from forge.export_agno import export_agno
+
+    summary = export_agno(load_result(result_path), load_bench(bench_path), out,
+                          source=result_path)
+    if as_json:
+        _print_json(summary.as_json())
+        return
+    sys.stdout.write(
+        f"wrote {summary.out}: Agno EnvironmentRunResult of environment "
+        f"{summary.env_name!r} (split {summary.split}, k {summary.k}): {summary.n_tasks} "
+        f"tasks, {summary.n_attempts} attempts, {summary.n_scored} scored; "
+        f"env_fingerprint {summary.env_fingerprint}, policy_fingerprint "
+        f"{summary.policy_fingerprint[:16]}\n")
+
+
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``forge export sft`` and ``forge export verify`` to the app, and the exports
-    for agent frameworks, each from a module of its own."""
+    """Add ``forge export sft``, ``forge export verify`` and ``forge export agno`` to the
+    app, and the exports for other agent frameworks, each from a module of its own."""
     export_ag2.register(export_app)
     app.add_typer(export_app, name="export")

@@ -19,6 +19,7 @@ from forge.harness._base import (
 from forge.harness.a2a import A2AHarness
 from forge.harness.acp import AcpHarness
 from forge.harness.ag2 import Ag2Harness
+from forge.harness.agno import AgnoHarness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
 from forge.harness.nlip import NlipHarness
@@ -31,6 +32,7 @@ __all__ = [
     "A2AHarness",
     "AcpHarness",
     "Ag2Harness",
+    "AgnoHarness",
     "AttemptContext",
     "AttemptTimeout",
     "CommandHarness",

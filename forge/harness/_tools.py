@@ -29,7 +29,7 @@ from forge.harness._base import ToolCall
 from forge.harness.python import import_target
 from forge.spec import BuildContext
 
-__all__ = ["Tool", "ToolBox", "load_tools", "tool_from_function"]
+__all__ = ["Tool", "ToolBox", "import_value", "load_tools", "tool_from_function"]
 
 log = logging.getLogger(__name__)
 
@@ -181,11 +181,26 @@ def load_tools(target: str, ctx: BuildContext) -> tuple[list[Tool], str]:
     functions, or a dict of them by name) and an identity that changes with the
     source of the module and of the bench's folder. ``ctx`` is the place of ``target``
     in the bench, which every error names."""
+    value, identity = import_value(target, ctx)
+    tools = _tools_of(value, target, ctx)
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise ctx.error(f"two tools are named {tool.name!r}")
+        seen.add(tool.name)
+    return tools, identity
+
+
+def import_value(target: str, ctx: BuildContext) -> tuple[Any, str]:
+    """The value ``module:attr`` names in the bench folder (any object, callable or
+    not; ``attr`` may be dotted) and an identity that changes with the source of the
+    module and of the bench's folder. ``ctx`` is the place of ``target`` in the bench,
+    which every error names."""
     module, sep, attr = target.partition(":")
     if not sep or not module or not attr:
         raise ctx.error(f"expected 'module:attr', got {target!r}")
     # import_target wants a callable; the module's bound __getattribute__ is one. So
-    # the tools module gets the python harness's import path, its reloading of stale
+    # the module gets the python harness's import path, its reloading of stale
     # modules and its source identity, unchanged.
     getter, identity = import_target(f"{module}:__getattribute__", ctx.base_dir, where=ctx)
     first, *rest = attr.split(".")
@@ -195,15 +210,9 @@ def load_tools(target: str, ctx: BuildContext) -> tuple[list[Tool], str]:
             value = getattr(value, part)
     except AttributeError:
         raise ctx.error(f"module {module!r} has no attribute {attr!r}") from None
-    tools = _tools_of(value, target, ctx)
-    seen: set[str] = set()
-    for tool in tools:
-        if tool.name in seen:
-            raise ctx.error(f"two tools are named {tool.name!r}")
-        seen.add(tool.name)
     # Named for what the bench wrote, not for the accessor used to import it.
     source = identity.removeprefix(f"python:{module}:__getattribute__:")
-    return tools, f"{module}:{attr}:{source}"
+    return value, f"{module}:{attr}:{source}"
 
 
 def _tools_of(value: Any, target: str, ctx: BuildContext) -> list[Tool]:

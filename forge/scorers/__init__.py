@@ -22,6 +22,8 @@ name            shorthand    options (defaults)
 ``weighted``    ``scorers``  scorers (list of {scorer, weight (1)}), threshold (0.5)
 ``ag2``         ``target``   target (an ``ag2.eval`` scorer, "module:attr"), key,
                              threshold (0.5), pass_values ([]); needs ``forge[ag2]``
+``agno``        ``target``   target ("module:NAME": an agno scorer or Environment;
+                             needs ``forge[agno]``)
 ==============  ===========  ==========================================================
 
 In YAML: ``scorer: exact``, ``scorer: {regex: "^\\d+$"}``,
@@ -34,6 +36,7 @@ from typing import Any
 
 from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers.ag2 import Ag2Scorer
+from forge.scorers.agno import AgnoScorer
 from forge.scorers.code import CodeScorer
 from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer
 from forge.scorers.judge import JudgeScorer
@@ -45,6 +48,7 @@ from forge.spec import BuildContext, Spec
 __all__ = [
     "SCORERS",
     "Ag2Scorer",
+    "AgnoScorer",
     "AllScorer",
     "AnyScorer",
     "CodeScorer",

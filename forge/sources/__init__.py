@@ -15,5 +15,6 @@ from __future__ import annotations
 
 from forge.sources._base import SOURCES, TaskSource
 from forge.sources.ag2 import Ag2Suite
+from forge.sources.agno import AgnoSource
 
-__all__ = ["SOURCES", "Ag2Suite", "TaskSource"]
+__all__ = ["SOURCES", "Ag2Suite", "AgnoSource", "TaskSource"]

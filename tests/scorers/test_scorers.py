@@ -17,7 +17,7 @@ from forge.spec import BuildContext, Spec
 
 from ._helpers import Build, WriteModule
 
-NAMES = ["ag2", "all", "any", "code", "contains", "exact", "judge", "numeric", "regex",
+NAMES = ["ag2", "agno", "all", "any", "code", "contains", "exact", "judge", "numeric", "regex",
          "toolcall", "weighted"]
 
 
