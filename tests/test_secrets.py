@@ -347,7 +347,7 @@ def _clip(text: str, limit: int) -> str:
 
 def _places() -> list[tuple[str, int, Any]]:
     """Every place that clips text forge may write: (name, where it cuts, render)."""
-    from forge.harness.http import _excerpt as http_excerpt
+    from forge.harness._endpoint import excerpt as http_excerpt
     from forge.llm.client import _excerpt as llm_excerpt
     from forge.proposers._llm_prompt import clip as prompt_clip
     from forge.rollout import _clip as error_clip
