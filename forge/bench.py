@@ -123,6 +123,17 @@ class BenchFile(_Strict):
     search: SearchSettings = Field(default_factory=SearchSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
 
+    @field_validator("splits", mode="before")
+    @classmethod
+    def _paths_or_sources(cls, v: Any) -> Any:
+        # Said here in the bench's words: pydantic would name the union's arms.
+        if isinstance(v, dict):
+            for split, where in v.items():
+                if not isinstance(where, str | dict):
+                    raise ValueError(f"split {split!r}: expected a JSONL file path or a task "
+                                     f"source such as {{agno: 'envs:support'}}, got {where!r}")
+        return v
+
     @field_validator("splits")
     @classmethod
     def _needs_dev(cls, v: dict[str, str | dict[str, Any]]

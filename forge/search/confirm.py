@@ -310,9 +310,11 @@ class Confirmation:
         cand = [a for items in self._both(self.cand).values() for a in items
                 if a.stop_reason != "cancelled"]
         others = [g for g in self._sequential() if g is not self.unscored]
+        vs_inc = (None if self.inc.fingerprint == self.start.fingerprint
+                  else failure_pairs(self._both(self.inc), self._both(self.cand)))
         self.unscored.test(failure_pairs(self._both(self.start), self._both(self.cand)),
                            attempts=len(cand), failed=sum(a.failed for a in cand),
-                           last=all(g.passed for g in others))
+                           last=all(g.passed for g in others), incumbent=vs_inc)
 
     def _note(self, gate: ToleranceGate) -> None:
         if gate.reading is not None:

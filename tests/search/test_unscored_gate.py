@@ -32,14 +32,14 @@ K = 2
 REGISTRY = """\
 name: failing
 settings:
-  level: {type: int, min: 0, max: 2, default: 0}
+  level: {type: int, min: 0, max: 3, default: 0}
 """
 
 HARNESS = """
 def run(config, task, ctx):
     record(config, task, ctx)
     i = int(task.id.split("-")[1])
-    if config["level"] == 2 and i % 4 == 0:
+    if config["level"] >= 2 and i % 4 == 0:
         raise RuntimeError("no answer within the token limit")
     right = config["level"] >= 1 and (config["level"] == 1 or i % 4 == 2) or i % 2 == 1
     return {"output": task.expected if right else "wrong"}
@@ -84,6 +84,18 @@ def test_a_candidate_that_fails_where_it_would_be_wrong_is_refused_for_it(
     assert [g.name for g in outcome.gates if not g.passed] == ["unscored"]
     assert "fails more often" in gates["unscored"].reason
     assert gates["unscored"].details["worse"] > 0
+
+
+def test_a_candidate_failing_more_than_the_incumbent_is_refused_where_the_start_failed_too(
+        bench: Bench, session: Session) -> None:
+    # The start (level 2) fails a quarter of its attempts; the incumbent (level 0) never
+    # does; the candidate (level 3, as level 2) fails as often as the start, and beats
+    # the incumbent on its answers. Against the start alone it would pass.
+    outcome, _ = confirm(bench, session, incumbent=0, start=2, candidate=3)
+    assert outcome.status == "rejected"
+    [failed] = [g for g in outcome.gates if not g.passed]
+    assert failed.name == "unscored" and "vs the incumbent" in failed.reason
+    assert failed.details["vs"] == "incumbent"
 
 
 def test_the_start_runs_every_chunk_read_once_the_candidate_fails(

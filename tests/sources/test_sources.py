@@ -70,3 +70,11 @@ def test_an_unknown_source_is_refused_naming_the_split(tmp_path: Path) -> None:
         load_bench(bench(tmp_path, "{nosuch: x}"))
     assert "unknown task source 'nosuch'" in str(err.value)
     assert err.value.field == "splits.dev"
+
+
+def test_a_split_that_is_neither_a_path_nor_a_source_is_refused_in_the_bench_s_words(
+        tmp_path: Path) -> None:
+    with pytest.raises(BenchError) as err:
+        load_bench(bench(tmp_path, "[1, 2]"))
+    assert ("split 'dev': expected a JSONL file path or a task source such as "
+            "{agno: 'envs:support'}, got [1, 2]") in str(err.value)
