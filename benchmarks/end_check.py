@@ -42,9 +42,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from forge.bench import Bench, load_bench  # noqa: E402
-from forge.evaluate import evaluate  # noqa: E402
-from forge.results import EvalResult, TaskAttempts  # noqa: E402
+from forge.bench.loader import Bench, load_bench  # noqa: E402
+from forge.evaluation.evaluate import evaluate  # noqa: E402
+from forge.results.model import EvalResult, TaskAttempts  # noqa: E402
 from forge.stats.gates import paired_regressions, regression_allowance, tolerance_check  # noqa: E402
 from forge.stats.paired import fixed_tasks_bound  # noqa: E402
 

@@ -30,12 +30,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from forge.config.registry import Config
+from forge.core.spec import BuildContext, Spec
+from forge.core.task import Task
+from forge.evaluation.rollout import AttemptKey, RolloutEngine
 from forge.harness import AttemptContext, PythonHarness
-from forge.registry import Config
-from forge.rollout import AttemptKey, RolloutEngine
 from forge.scorers import SCORERS
-from forge.spec import BuildContext, Spec
-from forge.task import Task
 
 HERE = Path(__file__).resolve().parent
 

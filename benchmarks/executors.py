@@ -29,10 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forge.bench import Bench, load_bench
+from forge.bench.loader import Bench, load_bench
+from forge.core.task import Task
+from forge.evaluation.rollout import AttemptKey, RolloutEngine
 from forge.executors import Executor, ExecutorSettings
-from forge.rollout import AttemptKey, RolloutEngine
-from forge.task import Task
 
 HERE = Path(__file__).resolve().parent
 WALKSAT = HERE.parent / "benches" / "walksat"

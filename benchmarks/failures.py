@@ -52,7 +52,7 @@ FAILING, GOOD = "shortcut", "boost"
 
 
 def run_forge(seed: int) -> dict[str, Any]:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     with tempfile.TemporaryDirectory(prefix="forge-failures-") as tmp:
         t0 = time.perf_counter()

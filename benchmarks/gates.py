@@ -160,7 +160,7 @@ def _summarise_forge(outcome: Any, records: list[dict[str, Any]]) -> dict[str, A
 
 
 def run_forge(bench_name: str, seed: int, *, method: str, keep: Path | None) -> dict[str, Any]:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     run_id = f"{method}-{bench_name}-s{seed}"
     with tempfile.TemporaryDirectory(prefix="forge-gates-") as tmp:
@@ -188,7 +188,7 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
     """``launch_search``'s defaults cut into ``chunks`` chunks (test split not run)."""
     from unittest import mock
 
-    from forge.bench import load_bench
+    from forge.bench.loader import load_bench
     from forge.journal import RunInfo, write_run
     from forge.proposers import build_proposer
     from forge.search.loop import Search
@@ -219,12 +219,12 @@ def run_naive(bench_name: str, seed: int, path: Path | None = None) -> dict[str,
     its task's mean, as forge's means leave it (a task with none scored is left out)."""
     import random
 
-    from forge.bench import load_bench
+    from forge.bench.loader import load_bench
+    from forge.config.moves import apply_move, neighbourhood
+    from forge.evaluation.rollout import derive_seed
     from forge.harness import AttemptContext
-    from forge.harness._base import RunOutput
-    from forge.moves import apply_move, neighbourhood
+    from forge.harness.base import RunOutput
     from forge.proposers import EvaluatedConfig, Proposal, SearchView, build_proposer
-    from forge.rollout import derive_seed
 
     t0 = time.perf_counter()
     bench = load_bench(path or BENCHES[bench_name])
@@ -620,7 +620,7 @@ def main() -> None:
             parser.error(f"unknown method {m!r}")
     keep = str(args.keep_journals.resolve()) if args.keep_journals else None
     # Import forge (scipy, optuna) once here; forked workers inherit it.
-    importlib.import_module("forge.launch")
+    importlib.import_module("forge.search.launch")
     # Slow jobs first so that the pool does not end on one long straggler.
     order = {m: i for i, m in enumerate(ALL_METHODS)}
     jobs = sorted(((m, b, s, keep) for m in methods for b in BENCHES for s in range(1, n + 1)),

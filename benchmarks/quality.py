@@ -31,7 +31,7 @@ Methods, all from the bench's start config (bench.yaml ``defaults``), with the b
   auxiliary metrics stay within the bench's tolerances of the start config's trial
   (point estimates, as a careful user would check). No extra rollouts.
 - ``naive``: the SelfForge rule as in benchmarks/gates.py, on the public API: each step
-  the auto proposer ranks the untried ``±step`` neighbours (forge.moves.neighbourhood;
+  the auto proposer ranks the untried ``±step`` neighbours (forge.config.moves.neighbourhood;
   the proposer's jumps are dropped) and the first 4 are evaluated on dev (K, same
   seeds); one qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's;
   the best qualifier is promoted. Same max_steps, patience, budget B, local-optimum stop.
@@ -140,7 +140,7 @@ def code_version(method: str, name: str) -> str:
 
 
 def run_forge(name: str, seed: int, budget: int, proposer: str) -> dict[str, Any]:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="forge-quality-") as tmp:
         out = launch_search(qt.BENCHES[name], journals=Path(tmp), run_id=f"q-{proposer}-{seed}",
@@ -196,7 +196,7 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
     """``tpe``/``random`` (rows for the sampler and its ``-tol`` choice) or ``tpe-con``."""
     import optuna
 
-    from forge.evaluate import evaluate
+    from forge.evaluation.evaluate import evaluate
     t0 = time.perf_counter()
     bench = qt.bench_of(name)
     k = bench.spec.rollouts.k
@@ -257,8 +257,8 @@ def run_naive(name: str, seed: int, budget: int) -> list[dict]:
     import hashlib
     import random
 
-    from forge.evaluate import evaluate
-    from forge.moves import apply_move, neighbourhood
+    from forge.config.moves import apply_move, neighbourhood
+    from forge.evaluation.evaluate import evaluate
     from forge.proposers import EvaluatedConfig, Proposal, SearchView, build_proposer
     t0 = time.perf_counter()
     bench = qt.bench_of(name)
@@ -638,7 +638,7 @@ def main() -> None:
         args.rerender.with_suffix(".md").write_text(render(data))
         return
     _quiet()
-    import forge.launch  # noqa: F401  (imported once; forked workers inherit it)
+    import forge.search.launch  # noqa: F401  (imported once; forked workers inherit it)
     command = "python benchmarks/quality.py " + " ".join(sys.argv[1:])
     common = dict(seeds=args.seeds, workers=args.workers,
                   methods=[m for m in args.methods.split(",") if m],

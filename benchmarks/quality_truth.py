@@ -4,7 +4,7 @@
     python benchmarks/quality_truth.py triage --climb                          # oracle hill-climb
     python benchmarks/quality_truth.py closedform --optimum                    # exact grid optimum
 
-The truth of (bench, config, split) is ``forge.evaluate.evaluate`` with a large K
+The truth of (bench, config, split) is ``forge.evaluation.evaluate.evaluate`` with a large K
 (``K_TRUTH``: 20 attempts per task on test, 10 on dev and val) on a seed
 (``TRUTH_SEED``) that no contest run uses. It is cached, one JSON file per
 (bench digest, config fingerprint, split, K, seed), under
@@ -15,7 +15,7 @@ sqrt(p(1-p) / (K * n_tasks)), i.e. <= 0.011 on triage (2,200 attempts) and
 <= 0.020 on walksat (600 attempts); differences between configs are tighter.
 
 ``climb``: steepest-ascent hill-climb on true test score from the bench's start
-config over forge's neighbourhood (forge.moves.neighbourhood), until no neighbour
+config over forge's neighbourhood (forge.config.moves.neighbourhood), until no neighbour
 improves by more than 0.002. Its end point is a *lower bound* on the best config
 reachable in the registry (the spaces are too large to enumerate).
 
@@ -52,7 +52,7 @@ _formulas: dict[str, Any] = {}
 
 def bench_of(name: str) -> Any:
     if name not in _benches:
-        from forge.bench import load_bench
+        from forge.bench.loader import load_bench
         _benches[name] = load_bench(BENCHES[name])
     return _benches[name]
 
@@ -89,7 +89,7 @@ def truth(name: str, values: dict[str, Any], split: str = "test") -> dict[str, A
             return json.loads(path.read_text())
         except json.JSONDecodeError:
             pass
-    from forge.evaluate import evaluate
+    from forge.evaluation.evaluate import evaluate
     logging.disable(logging.WARNING)
     res = evaluate(bench, cfg, split=split, k=k, seed=TRUTH_SEED)
     out = {"bench": name, "split": split, "config": cfg.values, "score": res.mean_score,
@@ -205,7 +205,7 @@ def exact_optimum(name: str, split: str = "test") -> dict[str, Any] | None:
 
 
 def climb(name: str, *, min_gain: float = 0.002, log: Any = None) -> dict[str, Any]:
-    from forge.moves import apply_move, neighbourhood
+    from forge.config.moves import apply_move, neighbourhood
     bench = bench_of(name)
     reg = bench.registry
     cur = bench.defaults

@@ -87,7 +87,7 @@ def child(bench: Path, journals: Path, steps: int) -> None:
     stops this process keeps those printed), the seconds to its start record and to
     each step's first candidate record."""
     from forge.journal.records import CandidateRecord, StartRecord
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     t0 = time.perf_counter()
     steps_seen: set[int] = set()

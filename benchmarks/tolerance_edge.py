@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from forge.bench import BudgetSettings, load_bench  # noqa: E402
+from forge.bench.loader import BudgetSettings, load_bench  # noqa: E402
 from forge.proposers import SweepProposer  # noqa: E402
 from forge.search.loop import Search  # noqa: E402
 from forge.search.options import SearchOptions  # noqa: E402

@@ -6,13 +6,16 @@ One setting at a time, scored by repeated rollouts, promoted only through gates.
 from __future__ import annotations
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 import typing as _typing
 
+from forge._version import __version__
+
 if _typing.TYPE_CHECKING:
-    from forge.bench import Bench, BenchFile, load_bench
-    from forge.compare import ResultDiff, TaskDiff, diff_results
+    from forge.bench.loader import Bench, BenchFile, load_bench
+    from forge.config.moves import Move, apply_move, neighbourhood
+    from forge.config.registry import Config, Registry, load_config, load_registry
+    from forge.core.spec import Spec
+    from forge.core.task import ExpectedTool, Task
     from forge.errors import (
         BenchError,
         ConfigError,
@@ -35,7 +38,8 @@ if _typing.TYPE_CHECKING:
         StartFailed,
         UserError,
     )
-    from forge.evaluate import DEFAULT_SEED, evaluate, evaluate_async
+    from forge.evaluation.evaluate import DEFAULT_SEED, evaluate, evaluate_async
+    from forge.evaluation.rollout import RolloutEngine, derive_seed
     from forge.harness import (
         AttemptContext,
         AttemptTimeout,
@@ -47,32 +51,28 @@ if _typing.TYPE_CHECKING:
         ToolCall,
         Usage,
     )
-    from forge.launch import launch_search, resume_search
     from forge.llm import ChatClient, Endpoint
-    from forge.moves import Move, apply_move, neighbourhood
     from forge.proposers import Proposal, Proposer
-    from forge.registry import Config, Registry, load_config, load_registry
-    from forge.results import AttemptResult, EvalResult, TaskResult, load_result, save_result
-    from forge.rollout import RolloutEngine, derive_seed
+    from forge.results.compare import ResultDiff, TaskDiff, diff_results
+    from forge.results.model import AttemptResult, EvalResult, TaskResult, load_result, save_result
     from forge.runtime import RuntimeDecision, RuntimeJournal, RuntimeMutator, RuntimeRun
     from forge.scaffold import Scaffold, init_bench
     from forge.scorers import JudgeScorer, Score, Scorer
     from forge.search import Search, SearchOptions, SearchOutcome
-    from forge.spec import Spec
+    from forge.search.launch import launch_search, resume_search
     from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
     from forge.stats.gates import GateResult
-    from forge.task import ExpectedTool, Task
 
 # Imported on first use, not with the package: a worker process (forge's process
 # executor) imports a few forge modules, and importing every one of them (scipy,
 # optuna's proposers) cost it a second per start.
 _LAZY: dict[str, str] = {
-    'Bench': 'forge.bench',
-    'BenchFile': 'forge.bench',
-    'load_bench': 'forge.bench',
-    'ResultDiff': 'forge.compare',
-    'TaskDiff': 'forge.compare',
-    'diff_results': 'forge.compare',
+    'Bench': 'forge.bench.loader',
+    'BenchFile': 'forge.bench.loader',
+    'load_bench': 'forge.bench.loader',
+    'ResultDiff': 'forge.results.compare',
+    'TaskDiff': 'forge.results.compare',
+    'diff_results': 'forge.results.compare',
     'BenchError': 'forge.errors',
     'ConfigError': 'forge.errors',
     'EvaluationInterrupted': 'forge.errors',
@@ -93,9 +93,9 @@ _LAZY: dict[str, str] = {
     'StaleMoveError': 'forge.errors',
     'StartFailed': 'forge.errors',
     'UserError': 'forge.errors',
-    'DEFAULT_SEED': 'forge.evaluate',
-    'evaluate': 'forge.evaluate',
-    'evaluate_async': 'forge.evaluate',
+    'DEFAULT_SEED': 'forge.evaluation.evaluate',
+    'evaluate': 'forge.evaluation.evaluate',
+    'evaluate_async': 'forge.evaluation.evaluate',
     'GateResult': 'forge.stats.gates',
     'AttemptContext': 'forge.harness',
     'AttemptTimeout': 'forge.harness',
@@ -106,26 +106,26 @@ _LAZY: dict[str, str] = {
     'RunOutput': 'forge.harness',
     'ToolCall': 'forge.harness',
     'Usage': 'forge.harness',
-    'launch_search': 'forge.launch',
-    'resume_search': 'forge.launch',
+    'launch_search': 'forge.search.launch',
+    'resume_search': 'forge.search.launch',
     'ChatClient': 'forge.llm',
     'Endpoint': 'forge.llm',
-    'Move': 'forge.moves',
-    'apply_move': 'forge.moves',
-    'neighbourhood': 'forge.moves',
+    'Move': 'forge.config.moves',
+    'apply_move': 'forge.config.moves',
+    'neighbourhood': 'forge.config.moves',
     'Proposal': 'forge.proposers',
     'Proposer': 'forge.proposers',
-    'Config': 'forge.registry',
-    'Registry': 'forge.registry',
-    'load_config': 'forge.registry',
-    'load_registry': 'forge.registry',
-    'AttemptResult': 'forge.results',
-    'EvalResult': 'forge.results',
-    'TaskResult': 'forge.results',
-    'load_result': 'forge.results',
-    'save_result': 'forge.results',
-    'RolloutEngine': 'forge.rollout',
-    'derive_seed': 'forge.rollout',
+    'Config': 'forge.config.registry',
+    'Registry': 'forge.config.registry',
+    'load_config': 'forge.config.registry',
+    'load_registry': 'forge.config.registry',
+    'AttemptResult': 'forge.results.model',
+    'EvalResult': 'forge.results.model',
+    'TaskResult': 'forge.results.model',
+    'load_result': 'forge.results.model',
+    'save_result': 'forge.results.model',
+    'RolloutEngine': 'forge.evaluation.rollout',
+    'derive_seed': 'forge.evaluation.rollout',
     'RuntimeDecision': 'forge.runtime',
     'RuntimeJournal': 'forge.runtime',
     'RuntimeMutator': 'forge.runtime',
@@ -138,14 +138,14 @@ _LAZY: dict[str, str] = {
     'Search': 'forge.search',
     'SearchOptions': 'forge.search',
     'SearchOutcome': 'forge.search',
-    'Spec': 'forge.spec',
+    'Spec': 'forge.core.spec',
     'Interval': 'forge.stats',
     'PairedTest': 'forge.stats',
     'mean_interval': 'forge.stats',
     'paired_test': 'forge.stats',
     'spent_alpha': 'forge.stats',
-    'ExpectedTool': 'forge.task',
-    'Task': 'forge.task',
+    'ExpectedTool': 'forge.core.task',
+    'Task': 'forge.core.task',
 }
 
 
@@ -158,27 +158,6 @@ def __getattr__(name: str) -> _typing.Any:
     return value
 
 
-class _Package(_types.ModuleType):
-    """forge itself, keeping a lazy name bound to its object when the submodule of the
-    same name is imported.
-
-    Importing a submodule binds it on its package: once anything had imported
-    ``forge.evaluate`` (``forge.launch`` does), ``forge.evaluate`` was that module, over
-    the function, and ``from forge import evaluate`` gave a module. (So does
-    ``import forge.evaluate as m`` now give the function; ``from forge.evaluate import
-    ...`` and ``importlib.import_module`` give the module as always.)
-    """
-
-    def __setattr__(self, name: str, value: _typing.Any) -> None:
-        if isinstance(value, _types.ModuleType) and _LAZY.get(name) == value.__name__:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
-
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SEED",

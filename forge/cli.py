@@ -16,8 +16,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from forge._util.interrupt import RunInterrupted, handling, received
 from forge.errors import EvaluationInterrupted, ForgeError, UserError
-from forge.interrupt import RunInterrupted, handling, received
 
 if TYPE_CHECKING:
     import typer
@@ -32,7 +32,7 @@ app: typer.Typer
 def _app() -> typer.Typer:
     import typer
 
-    from forge import __version__
+    from forge._version import __version__
     from forge.commands import LazyGroup
 
     # The commands are not registered here: the root group imports a command's module
@@ -84,7 +84,7 @@ def _second_signal() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input is one line and exit 2; running out of memory is one line
     and exit 1; SIGINT exits 130, SIGTERM 143, each once everything forge started has
-    stopped (:mod:`forge.interrupt`)."""
+    stopped (:mod:`forge._util.interrupt`)."""
     with handling(on_second=_second_signal):
         try:
             return _run(argv)
@@ -110,7 +110,7 @@ _OUT_OF_MEMORY = ("forge: out of memory: the command needed more memory than the
 def _run(argv: list[str] | None) -> int:
     import typer
 
-    from forge.commands._common import err
+    from forge.commands.common import err
 
     try:
         try:
@@ -138,7 +138,7 @@ def _run(argv: list[str] | None) -> int:
         else:
             from pydantic import ValidationError
 
-            from forge._files import validation_problem
+            from forge._util.files import validation_problem
 
             if isinstance(exc.__cause__, ValidationError) and hasattr(exc, "message"):
                 # typer checks an option's value with pydantic: its wording, as forge's.

@@ -73,7 +73,7 @@ class UserError(ForgeError):
 
     One line whatever the message quotes: a newline or another control character
     from a file or a harness (an ESC that would recolour the terminal, a bidi override)
-    is shown escaped (:func:`forge._show.printable`), and a lone surrogate as its
+    is shown escaped (:func:`forge._util.show.printable`), and a lone surrogate as its
     escape, so that printing never fails.
     """
 
@@ -83,9 +83,9 @@ class UserError(ForgeError):
 
 def _one_line(text: str) -> str:
     """``text`` on one printable line (see :class:`UserError`)."""
-    # Imported here: forge._show pulls numpy in (through the secret masks), which a
+    # Imported here: forge._util.show pulls numpy in (through the secret masks), which a
     # module importing these classes (forge.cli, for `forge --version`) does not need.
-    from forge._show import printable
+    from forge._text import printable
 
     return printable(text, breaks="space")
 

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import pytest
 
-from forge.bench import Bench, load_bench
-from forge.evaluate import evaluate
-from forge.results import EvalResult
+from forge.bench.loader import Bench, load_bench
+from forge.evaluation.evaluate import evaluate
+from forge.results.model import EvalResult
 
 ROOT = Path(__file__).resolve().parent
 ARITH = ROOT / "benches" / "arith"
@@ -461,7 +461,7 @@ def answered(fetch: Any, session: Any) -> tuple[Any, list[Any]]:
 
 def open_session(bench: Bench) -> Any:
     """A session of ``bench`` as the confirmation tests drive it: local, seed 7."""
+    from forge.evaluation.session import Session
     from forge.executors import ExecutorSettings
-    from forge.session import Session
 
     return Session(bench, ExecutorSettings(), seed=7, concurrency=4, timeout_s=10.0)

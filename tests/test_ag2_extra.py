@@ -15,9 +15,9 @@ import pytest
 from ag2_support import require_ag2, tasks, write_ag2_bench
 from conftest import REPO, write_bench
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
-from forge.results import save_result
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
+from forge.results.model import save_result
 
 INSTALL = "pip install 'forge[ag2]'"
 
@@ -45,7 +45,7 @@ LOADED_AG2 = "import sys; print(json.dumps(sorted(m for m in sys.modules if m ==
 
 @pytest.mark.parametrize("code", [
     "import forge",
-    "import forge.bench, forge.harness, forge.scorers, forge.sources, forge.export",
+    "import forge.bench.loader, forge.harness, forge.scorers, forge.sources, forge.export.sft",
     "from forge.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
     "from forge.cli import main\ntry:\n    main(['export', 'ag2', '--help'])\n"
     "except SystemExit:\n    pass",
@@ -58,8 +58,8 @@ def test_forge_and_its_help_import_no_ag2(code: str) -> None:
 
 def test_a_bench_of_another_kind_loads_and_runs_without_importing_ag2(tmp_path: Path) -> None:
     bench = write_bench(tmp_path / "plain")
-    done = python("import json\nfrom forge.bench import load_bench\n"
-                  "from forge.evaluate import evaluate\n"
+    done = python("import json\nfrom forge.bench.loader import load_bench\n"
+                  "from forge.evaluation.evaluate import evaluate\n"
                   f"b = load_bench({str(bench)!r})\n"
                   "assert evaluate(b, b.defaults, split='dev').pass_rate == 1.0\n" + LOADED_AG2)
     assert done.returncode == 0, done.stderr
@@ -125,6 +125,6 @@ def test_the_extra_and_ci_install_ag2() -> None:
 
 def test_the_installed_ag2_is_the_one_forge_drives() -> None:
     require_ag2()
-    from forge import _ag2
+    from forge.harness import ag2_sdk as _ag2
 
     assert _ag2._release(_ag2.version()) >= _ag2.MIN_VERSION

@@ -15,7 +15,7 @@ import conftest
 import pytest
 from conftest import ARITH, MakeBench, assert_user_error
 
-from forge.results import SUMMARY_KEYS, load_result
+from forge.results.model import SUMMARY_KEYS, load_result
 
 BENCH = str(ARITH)
 
@@ -119,13 +119,13 @@ def test_an_error_on_line_100_says_line_100(make_bench: MakeBench,
 def test_running_out_of_memory_is_one_line_and_exit_1(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         command: list[str]) -> None:
-    import forge._digest
+    import forge._util.digest
 
     def refuse(value: object) -> str:
         # Where the report's registry ran out: its digest, as canonical JSON.
         raise MemoryError
 
-    monkeypatch.setattr(forge._digest, "canonical_json", refuse)
+    monkeypatch.setattr(forge._util.digest, "canonical_json", refuse)
     code, _, err = conftest.run_forge(capsys, *command, ARITH / "registry.yaml")
     assert code == 1
     assert "Traceback" not in err

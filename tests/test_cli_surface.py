@@ -20,8 +20,8 @@ from conftest import run_forge as forge
 import forge as forge_pkg
 from forge.cli import app
 from forge.executors import EXECUTORS
+from forge.journal.review import NO_SUCH_RUN
 from forge.proposers import PROPOSERS
-from forge.review import NO_SUCH_RUN
 
 
 def _commands(command: Any = None, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -122,7 +122,7 @@ def test_one_wording_for_no_such_run(capsys: pytest.CaptureFixture[str],
 #: What a command imports and the root's version and help must not: the statistics, the
 #: search, the executors and harnesses (each seconds of imports, see forge.commands).
 HEAVY = ("scipy", "numpy", "optuna", "forge.harness", "forge.executors", "forge.search",
-         "forge.stats", "forge.evaluate")
+         "forge.stats", "forge.evaluation.evaluate")
 
 _IMPORTED = """
 import sys
@@ -130,7 +130,7 @@ from forge.cli import main
 {call}
 heavy = {heavy!r}
 print(sorted(m for m in sys.modules if m.startswith(heavy)
-             or (m.startswith("forge.commands.") and m != "forge.commands._common")))
+             or (m.startswith("forge.commands.") and m != "forge.commands.common")))
 """
 
 

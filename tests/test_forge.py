@@ -115,12 +115,13 @@ def test_each_lazy_name_is_that_module_s_attribute(name: str) -> None:
 
 
 def test_a_lazy_name_shadowed_by_a_submodule_stays_the_object() -> None:
-    # forge.launch imports the module forge.evaluate, which Python binds on the package
-    # as ``evaluate``; a fresh interpreter shows what a user's script sees.
-    code = ("import forge.launch, forge.cli\n"
+    # forge.search.launch imports the module forge.evaluation.evaluate, which Python binds
+    # on its package as ``evaluate``; a fresh interpreter shows what a user's script sees.
+    code = ("import forge.search.launch, forge.cli\n"
             "from forge import evaluate\n"
-            "import forge.evaluate\n"
-            "print(evaluate is forge.evaluate is sys.modules['forge.evaluate'].evaluate)\n")
+            "import forge.evaluation.evaluate\n"
+            "print(evaluate is forge.evaluate"
+            " is sys.modules['forge.evaluation.evaluate'].evaluate)\n")
     out = subprocess.run([sys.executable, "-c", "import sys\n" + code], check=True,
                          capture_output=True, text=True).stdout
     assert out == "True\n"

@@ -30,7 +30,7 @@ from triage_agent import run_agent
 from triage_catalog import CATALOG
 from triage_db import fresh_connection
 
-from forge.registry import load_registry
+from forge.config.registry import load_registry
 from forge.runtime import JOURNAL_ENV, MODE_ENV, RuntimeMutator, RuntimeRun
 
 __all__ = ["DEFAULT_RUNTIME_JOURNAL", "harmful_actions", "run", "runtime_mutator"]

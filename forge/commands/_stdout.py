@@ -4,7 +4,7 @@ While a command that runs harness code (``eval``, ``search``) prints JSON, stdou
 the document's alone:
 
 - a write to ``sys.stdout`` made within an attempt is kept with the attempt
-  (:mod:`forge.printed`); one made outside any attempt (a harness module that prints
+  (:mod:`forge._util.printed`); one made outside any attempt (a harness module that prints
   when it is imported, a thread it started) goes to stderr;
 - file descriptor 1 points at stderr, so that bytes written below ``sys.stdout``
   (``os.write(1, ...)``, C code, a child process that inherits it, the workers of
@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import ParamSpec, TextIO, TypeVar
 
-from forge.printed import stdout_router
+from forge._util.printed import stdout_router
 
 __all__ = ["document", "json_stdout", "stdout_for_json"]
 
@@ -45,7 +45,7 @@ def document() -> TextIO:
 def json_stdout(enabled: bool = True) -> Iterator[None]:
     """Hold stdout for one JSON document until the block ends (nothing if not
     ``enabled``): see the module docstring. At the end descriptor 1 is put back, and
-    ``sys.stdout`` (a :class:`~forge.printed.StdoutRouter` from now on) passes what is
+    ``sys.stdout`` (a :class:`~forge._util.printed.StdoutRouter` from now on) passes what is
     written outside an attempt on to it again."""
     global _document
     if not enabled or _document is not None:

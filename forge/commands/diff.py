@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from forge.commands._common import out, print_json
-from forge.compare import diff_results, require_paired
+from forge.commands.common import out, print_json
 from forge.report import diff_table
-from forge.results import load_result
+from forge.results.compare import diff_results, require_paired
+from forge.results.model import load_result
 
 __all__ = ["diff_command", "register"]
 

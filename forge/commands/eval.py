@@ -23,10 +23,11 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from forge.bench import Bench, check_attempts, load_bench
-from forge.bounds import MAX_K
-from forge.ci_unscored import ShareSide, reasons_text
-from forge.commands._common import (
+from forge._util.bounds import MAX_K
+from forge.bench.loader import Bench, check_attempts, load_bench
+from forge.ci.unscored import ShareSide, reasons_text
+from forge.commands._stdout import stdout_for_json
+from forge.commands.common import (
     ExecutorOption,
     RayAddressOption,
     WorkersOption,
@@ -35,16 +36,15 @@ from forge.commands._common import (
     print_json,
     write_for_option,
 )
-from forge.commands._stdout import stdout_for_json
+from forge.config.registry import Config, load_config, parse_assignment
 from forge.errors import OptionError
-from forge.evaluate import DEFAULT_SEED, evaluate
+from forge.evaluation.evaluate import DEFAULT_SEED, evaluate
 from forge.executors import check_executor
-from forge.failures import FailureTally
-from forge.registry import Config, load_config, parse_assignment
 from forge.report import summary_table, task_table
 from forge.report.failures import failure_lines, failure_warning
 from forge.report.power import power_lines
-from forge.results import AttemptResult, EvalResult, save_result
+from forge.results.failures import FailureTally
+from forge.results.model import AttemptResult, EvalResult, save_result
 from forge.stats.power import Power, estimate_power
 
 __all__ = ["eval_command", "register"]

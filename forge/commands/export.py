@@ -1,5 +1,5 @@
-"""``forge export sft`` and ``forge export verify`` (see :mod:`forge.export`), and
-``forge export agno`` (see :mod:`forge.export_agno`).
+"""``forge export sft`` and ``forge export verify`` (see :mod:`forge.export.sft`), and
+``forge export agno`` (see :mod:`forge.export.agno`).
 
 ``verify`` exits 0 when the JSONL matches its sidecar, 1 when it does not (the
 lines that differ are named), 2 on bad input (no JSONL, no or damaged sidecar).
@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
 from forge.commands import export_ag2
-from forge.export import export_sft, task_inputs, verify_export
-from forge.results import load_result
+from forge.export.sft import export_sft, task_inputs, verify_export
+from forge.results.model import load_result
 
 __all__ = ["register"]
 
@@ -109,7 +109,7 @@ def agno_command(
     """Write a result's attempts as Agno's EnvironmentRunResult file, with Agno's env and
     policy fingerprints: EnvironmentRunResult.load reads it, and .diff compares it with
     a baseline Agno's run_rollouts made for the same environment."""
-    from forge.export_agno import export_agno
+    from forge.export.agno import export_agno
 
     summary = export_agno(load_result(result_path), load_bench(bench_path), out,
                           source=result_path)

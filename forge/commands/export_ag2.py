@@ -1,4 +1,4 @@
-"""``forge export ag2``: a saved result as an AG2 run (see :mod:`forge.export_ag2`).
+"""``forge export ag2``: a saved result as an AG2 run (see :mod:`forge.export.ag2`).
 
 Its own module, registered on the ``export`` group by :func:`register`; AG2 is
 imported only when the command runs.
@@ -34,9 +34,9 @@ def ag2_command(
 ) -> None:
     """Write a result's attempts as an AG2 run (schema 0.2): ag2.eval.load_run reads it,
     RunResult.diff compares it with a run of AG2's own runner. Needs the ag2 extra."""
-    from forge.bench import load_bench
-    from forge.export_ag2 import export_ag2
-    from forge.results import load_result
+    from forge.bench.loader import load_bench
+    from forge.export.ag2 import export_ag2
+    from forge.results.model import load_result
 
     result = load_result(result_path)
     done = export_ag2(result, load_bench(bench_path), out, source=result_path, label=label,

@@ -1,5 +1,5 @@
-"""``forge gate``: the CI gates on a saved result (see :mod:`forge.cigate`), rendered
-by :mod:`forge.report.cigate`.
+"""``forge gate``: the CI gates on a saved result (see :mod:`forge.ci.baseline`), rendered
+by :mod:`forge.report.ci`.
 
 Exit 0 when every gate passes, 1 when one fails (a current result with nothing
 scored is a failed gate), 2 on bad input: a missing or
@@ -17,11 +17,11 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.cigate import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates
-from forge.commands._common import write_for_option
+from forge.ci.baseline import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates
+from forge.commands.common import write_for_option
 from forge.errors import OptionError
-from forge.report.cigate import append_step_summary, markdown_summary, write_junit
-from forge.results import load_result
+from forge.report.ci import append_step_summary, markdown_summary, write_junit
+from forge.results.model import load_result
 
 __all__ = ["register"]
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forge.commands._common import out
+from forge.commands.common import out
 from forge.scaffold import SCAFFOLD_FILES, init_bench
 
 __all__ = ["init_command", "register"]

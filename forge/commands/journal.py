@@ -1,11 +1,11 @@
 """``forge journal list``, ``forge journal show RUN`` and ``forge journal prune``: review
 search runs, and free the disk space of finished ones.
 
-The reading is in :mod:`forge.review` (and :mod:`forge.review_failures`, the unscored
-attempts per config), the tables in :mod:`forge.report.journal_view`
-and the pruning in :mod:`forge.journal.prune`; this module only wires options to them. Errors
-are raised as :class:`forge.errors.UserError` subclasses, which ``forge.cli.main``
-prints as one line with exit 2.
+The reading is in :mod:`forge.journal.review` (and
+:mod:`forge.journal.review_failures`, the unscored attempts per config), the tables in
+:mod:`forge.report.journal_view` and the pruning in :mod:`forge.journal.prune`; this
+module only wires options to them. Errors are raised as :class:`forge.errors.UserError`
+subclasses, which ``forge.cli.main`` prints as one line with exit 2.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from rich.markup import escape
 from rich.text import Text
 
 from forge.errors import OptionError
+from forge.journal.review import list_runs, load_run_records, resolve_run
+from forge.journal.review_failures import load_run_failures, step_records_with_unscored
 from forge.report.console import run_lines, run_problems, runs_table
 from forge.report.journal_view import run_footer, run_header, steps_table
 from forge.report.run_failures import unscored_view
-from forge.review import list_runs, load_run_records, resolve_run
-from forge.review_failures import load_run_failures, step_records_with_unscored
 
 __all__ = ["journal_app", "register"]
 

@@ -1,4 +1,5 @@
-"""`forge promote RUN [--to F]` and `forge rollback F`; the logic is in :mod:`forge.promote`."""
+"""`forge promote RUN [--to F]` and `forge rollback F`; the logic is in
+:mod:`forge.promotion.promote`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from forge.journal.records import SplitDelta
-from forge.promote import PromoteResult, RollbackResult, promote, rollback
+from forge.promotion.promote import PromoteResult, RollbackResult, promote, rollback
 
 __all__ = ["register"]
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from forge.commands._common import out, print_json
-from forge.registry import load_registry
+from forge.commands.common import out, print_json
+from forge.config.registry import load_registry
 from forge.report import registry_table
 
 __all__ = ["register", "registry_app"]

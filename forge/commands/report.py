@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from forge.errors import OptionError
-from forge.review import resolve_run
+from forge.journal.review import resolve_run
 
 __all__ = ["register"]
 

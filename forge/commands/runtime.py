@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forge.commands._common import out, print_json
+from forge.commands.common import out, print_json
 from forge.runtime import RuntimeReport, summarize_runtime_journal
 
 __all__ = ["register", "runtime_app"]

@@ -1,7 +1,7 @@
 """``forge schema [bench|registry|config]``: the JSON Schema of one kind of input file.
 
 Each is printed alone, ready to save and point an editor at (see the README's
-"Editor support"); see :mod:`forge.schemas` for what they check.
+"Editor support"); see :mod:`forge.bench.schemas` for what they check.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 
-from forge.commands._common import print_json
+from forge.bench.schemas import KINDS, bench_schema, config_schema, registry_schema
+from forge.commands.common import print_json
+from forge.config.registry import load_registry
 from forge.errors import OptionError
-from forge.registry import load_registry
-from forge.schemas import KINDS, bench_schema, config_schema, registry_schema
 
 __all__ = ["register", "schema_command"]
 

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from forge.bench import load_bench
-from forge.commands._common import (
+from forge._util.interrupt import RunInterrupted, received
+from forge.bench.loader import load_bench
+from forge.commands._stdout import stdout_for_json
+from forge.commands.common import (
     ExecutorOption,
     RayAddressOption,
     WorkersOption,
@@ -21,14 +23,12 @@ from forge.commands._common import (
     out,
     print_json,
 )
-from forge.commands._stdout import stdout_for_json
+from forge.config.registry import load_config
 from forge.errors import ExecutorLost, OptionError, StartFailed
-from forge.evaluate import DEFAULT_SEED
+from forge.evaluation.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
-from forge.interrupt import RunInterrupted, received
 from forge.journal import new_run_id
 from forge.proposers import PROPOSERS
-from forge.registry import load_config
 from forge.runtime import runtime_first_moves
 from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "search_command"]
 
-#: Where run folders go (as ``forge.launch.DEFAULT_JOURNALS``, which is imported late).
+#: Where run folders go (as ``forge.search.launch.DEFAULT_JOURNALS``, which is imported late).
 DEFAULT_JOURNALS = Path("journals")
 
 
@@ -155,7 +155,7 @@ class _Launch:
 def _resume(run_id: str, journals: Path, view: SearchView, progress: SearchProgress | None,
             executor: ExecutorSettings | None) -> SearchOutcome:
     """``--resume RUN_ID``: the run continued with its journaled options."""
-    from forge.launch import resume_search
+    from forge.search.launch import resume_search
 
     if progress is not None:
         progress.resume = _command("search --resume", run_id, journals)
@@ -166,7 +166,7 @@ def _resume(run_id: str, journals: Path, view: SearchView, progress: SearchProgr
 
 def _launch(line: _Launch, view: SearchView, progress: SearchProgress | None) -> SearchOutcome:
     """A new search of ``line.bench_path``."""
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     bench = load_bench(line.bench_path)
     start = load_config(line.config_file, bench.registry) if line.config_file else None
@@ -220,7 +220,7 @@ def _command(verb: str, run_id: str, journals: Path) -> str:
 
 @contextlib.contextmanager
 def _resumable(run_id: str, journals: Path) -> Iterator[None]:
-    """A signal (:mod:`forge.interrupt`), or an executor that can run nothing more, ends
+    """A signal (:mod:`forge._util.interrupt`), or an executor that can run nothing more, ends
     the search with the command that resumes it, once the run folder exists; before,
     nothing was saved."""
     try:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forge.core.spec import Spec
 from forge.errors import OptionError
-from forge.executors._base import (
+from forge.executors.base import (
     EXECUTORS,
     AttemptKey,
     Batch,
@@ -25,7 +26,6 @@ from forge.executors.local import LocalExecutor
 from forge.executors.process import ProcessExecutor
 from forge.executors.ray import RayExecutor
 from forge.executors.remote import RemoteExecutor, WorkItem, WorkOutcome, run_item
-from forge.spec import Spec
 
 __all__ = [
     "EXECUTORS",

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from forge.executors._base import EXECUTORS, Batch, Executor, Prepared
-from forge.printed import capture, captured, release, stdout_router
+from forge._util.printed import capture, captured, release, stdout_router
+from forge.executors.base import EXECUTORS, Batch, Executor, Prepared
 
 if TYPE_CHECKING:
-    from forge.results import AttemptResult, StopReason
+    from forge.results.model import AttemptResult, StopReason
 
 __all__ = ["LocalExecutor"]
 

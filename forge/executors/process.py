@@ -30,7 +30,7 @@ from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from typing import Any, Self
 
-from forge.executors._base import EXECUTORS, ExecutorOptions
+from forge.executors.base import EXECUTORS, ExecutorOptions
 from forge.executors.remote import (
     ChunkQueue,
     OnOutcome,

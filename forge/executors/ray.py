@@ -39,10 +39,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
+from forge.core.spec import Spec
 from forge.errors import OptionError
-from forge.executors._base import EXECUTORS, ExecutorOptions, ExecutorSettings
 from forge.executors._ray_local import LocalInstance
 from forge.executors._ray_nodes import ClusterWatch, NodeInfo
+from forge.executors.base import EXECUTORS, ExecutorOptions, ExecutorSettings
 from forge.executors.remote import (
     LaneQueue,
     OnOutcome,
@@ -52,7 +53,6 @@ from forge.executors.remote import (
     load_harness,
     run_item_bounded,
 )
-from forge.spec import Spec
 
 __all__ = ["RayExecutor", "import_ray"]
 

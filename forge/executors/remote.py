@@ -27,8 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic_core import PydanticSerializationError
 
+from forge._util.printed import Printed, capture, release, stdout_router
+from forge.core.spec import BuildContext, Spec
+from forge.core.task import Task
 from forge.errors import OptionError
-from forge.executors._base import (
+from forge.executors.base import (
     Batch,
     Executor,
     ExecutorContext,
@@ -36,13 +39,10 @@ from forge.executors._base import (
     ExecutorSettings,
     Prepared,
 )
-from forge.harness._base import AttemptContext, AttemptTimeout, RunOutput
-from forge.printed import Printed, capture, release, stdout_router
-from forge.spec import BuildContext, Spec
-from forge.task import Task
+from forge.harness.base import AttemptContext, AttemptTimeout, RunOutput
 
 if TYPE_CHECKING:
-    from forge.results import AttemptResult
+    from forge.results.model import AttemptResult
 
 __all__ = ["ChunkQueue", "LaneQueue", "OnOutcome", "Outcome", "RemoteExecutor", "WorkItem",
            "WorkOutcome", "load_harness", "run_item", "run_item_bounded"]
@@ -71,7 +71,7 @@ class WorkOutcome:
     or returned something invalid; ``error`` says what, exactly as the local lanes
     word it. ``timeout``: no result within the item's timeout. ``lost``: the worker
     died or the task was lost; ``error`` gives the reason. ``stdout``: what the
-    harness printed meanwhile, as :meth:`forge.printed.Printed.text` keeps it (not yet
+    harness printed meanwhile, as :meth:`forge._util.printed.Printed.text` keeps it (not yet
     redacted: the secrets are registered in forge's process, which redacts it).
     """
 

@@ -7,7 +7,12 @@ package imports them all. A bench names its harness as a spec
 
 from __future__ import annotations
 
-from forge.harness._base import (
+from forge.core.spec import BuildContext, Spec
+from forge.harness.a2a import A2AHarness
+from forge.harness.acp import AcpHarness
+from forge.harness.ag2 import Ag2Harness
+from forge.harness.agno import AgnoHarness
+from forge.harness.base import (
     HARNESSES,
     AttemptContext,
     AttemptTimeout,
@@ -16,16 +21,11 @@ from forge.harness._base import (
     ToolCall,
     Usage,
 )
-from forge.harness.a2a import A2AHarness
-from forge.harness.acp import AcpHarness
-from forge.harness.ag2 import Ag2Harness
-from forge.harness.agno import AgnoHarness
 from forge.harness.command import CommandHarness
 from forge.harness.http import HttpHarness
 from forge.harness.nlip import NlipHarness
 from forge.harness.openai import OpenAIHarness
 from forge.harness.python import PythonHarness
-from forge.spec import BuildContext, Spec
 
 __all__ = [
     "HARNESSES",

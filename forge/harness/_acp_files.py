@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from forge._digest import digest_of
-from forge.spec import BuildContext
+from forge._util.digest import digest_of
+from forge.core.spec import BuildContext
 
 __all__ = ["MAX_TEMPLATE_BYTES", "MAX_WATCHED", "BenchWatch", "Templates"]
 

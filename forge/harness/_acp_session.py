@@ -31,12 +31,12 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from forge import __version__
-from forge._files import validation_problem
+from forge._util.files import validation_problem
+from forge._version import __version__
 from forge.harness._acp_turn import Turn
 from forge.harness._acp_wire import AgentPool, AgentProcess
-from forge.harness._base import RunOutput
 from forge.harness.acp import AcpError, AcpTimeout
+from forge.harness.base import RunOutput
 from forge.harness.command import _exit_reason
 from forge.harness.supervisor import DRAIN_S, Child
 

@@ -31,8 +31,8 @@ from acp.schema import (
     UsageUpdate,
 )
 
-from forge.harness._base import RunOutput, ToolCall, Usage
 from forge.harness.acp import POLICIES
+from forge.harness.base import RunOutput, ToolCall, Usage
 
 __all__ = ["MAX_RECORDS", "Turn"]
 

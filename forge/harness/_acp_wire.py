@@ -26,8 +26,8 @@ from acp.core import ClientSideConnection
 from acp.schema import InitializeResponse, SessionNotification
 from pydantic import ValidationError
 
-from forge._files import validation_problem
-from forge._show import short
+from forge._util.files import validation_problem
+from forge._util.show import short
 from forge.harness._acp_client import ForgeClient
 from forge.harness.supervisor import Child, Supervisor
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from forge._ag2 import module
-from forge._ag2_eval import Turn
-from forge.harness._base import ToolCall, Usage
+from forge.harness.ag2_events import Turn
+from forge.harness.ag2_sdk import module
+from forge.harness.base import ToolCall, Usage
 
 __all__ = ["Recorder"]
 

@@ -2,11 +2,11 @@
 
 - the endpoint's url, checked (no credentials in it: it is written to journals);
 - request headers whose values come from environment variables only, registered as
-  secrets (:mod:`forge.secrets`) so they never reach a file or a log;
+  secrets (:mod:`forge.secrets.masking`) so they never reach a file or a log;
 - an optional extra: a protocol SDK imported when a bench uses its kind, with one
   line naming the ``pip install`` when it is missing;
 - an ``httpx`` client that keeps no cookie (attempts share nothing through it) and
-  refuses an answer over :data:`~forge.bounds.MAX_OUTPUT_BYTES` while it arrives,
+  refuses an answer over :data:`~forge._util.bounds.MAX_OUTPUT_BYTES` while it arrives,
   counting the bytes each attempt received;
 - what an agent may report about its own run (tool calls, tokens, cost, metrics,
   signals) beside its answer, checked as :class:`~forge.harness.RunOutput` checks them.
@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forge._files import validation_problem
-from forge.bounds import MAX_OUTPUT_BYTES
-from forge.harness._base import ToolCall, Usage
-from forge.secrets import redact, register_secret, secret_from_env
-from forge.spec import BuildContext
+from forge._util.bounds import MAX_OUTPUT_BYTES
+from forge._util.files import validation_problem
+from forge.core.spec import BuildContext
+from forge.harness.base import ToolCall, Usage
+from forge.secrets.masking import redact, register_secret, secret_from_env
 
 if TYPE_CHECKING:
     import httpx

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from forge._digest import digest_of
-from forge.harness._base import Harness
+from forge._util.digest import digest_of
+from forge.core.spec import BuildContext
 from forge.harness._endpoint import bounded_client, check_headers, check_url, read_headers
 from forge.harness._serve import ServedAgent, ServeOptions, check_served_url
-from forge.spec import BuildContext
+from forge.harness.base import Harness
 
 if TYPE_CHECKING:
     import httpx

@@ -34,10 +34,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from forge.core.spec import BuildContext
 from forge.harness._endpoint import LOOPBACK
 from forge.harness.command import _check_program, _identity
 from forge.harness.supervisor import _LIVE_GROUPS
-from forge.spec import BuildContext
 
 __all__ = ["ServeOptions", "ServedAgent", "check_served_url"]
 

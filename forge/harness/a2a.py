@@ -64,8 +64,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.harness._a2a_task import WAITING, A2AProtocolError, TaskFollower
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, RunOutput
 from forge.harness._endpoint import (
     LOOPBACK,
     AgentReport,
@@ -76,9 +77,8 @@ from forge.harness._endpoint import (
     receiving,
 )
 from forge.harness._remote import RemoteAgentHarness, RemoteSettings, loop_deadline, margin_s
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, RunOutput
 from forge.harness.openai import render_input
-from forge.spec import BuildContext
-from forge.task import Task
 
 if TYPE_CHECKING:
     from a2a.client import Client

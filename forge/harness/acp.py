@@ -50,15 +50,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from forge._digest import digest_of
-from forge.bounds import MAX_OUTPUT_BYTES
+from forge._util.bounds import MAX_OUTPUT_BYTES
+from forge._util.digest import digest_of
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.harness._acp_files import BenchWatch, Templates
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.harness.command import CommandOptions, _check_program, _identity
 from forge.harness.openai import render_input
-from forge.secrets import secret_from_env
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.secrets.masking import secret_from_env
 
 if TYPE_CHECKING:
     from forge.harness._acp_session import Plan

@@ -62,16 +62,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
-from forge import _ag2
-from forge._ag2_eval import TURNS_KEY
-from forge._digest import digest_of
-from forge._threads import DaemonThreadPool
+from forge._util.digest import digest_of
+from forge._util.threads import DaemonThreadPool
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness import ag2_sdk as _ag2
 from forge.harness._ag2_record import Recorder
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
+from forge.harness.ag2_events import TURNS_KEY
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.harness.openai import Prices, render_input
 from forge.harness.python import import_target
-from forge.spec import BuildContext
-from forge.task import Task
 
 __all__ = ["Ag2Harness", "Ag2Options", "AgentToolError", "agent_prompt"]
 

@@ -26,7 +26,7 @@ gets a lock that many loops can share: :func:`_loop_safe_cancellation`). At the
 attempt's deadline the run is cancelled and the
 attempt ends ``timeout``; a cancelled evaluation cancels the runs in flight.
 
-What forge records is in :mod:`forge.harness._agno_run`. A run that yields an error
+What forge records is in :mod:`forge.harness.agno_run`. A run that yields an error
 event (the model call failed, a hook raised), or ends paused (a tool waits for a
 human), cancelled or without a run output, is an ``error`` with Agno's reason: the
 attempt is unscored, never a zero.
@@ -46,14 +46,14 @@ from typing import Any, TypeVar, TypeVarTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from forge._threads import DaemonThreadPool
-from forge.harness._agno_run import forge_output
-from forge.harness._agno_sdk import require_agno
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
-from forge.harness._tools import import_value
+from forge._util.threads import DaemonThreadPool
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.agno_run import forge_output
+from forge.harness.agno_sdk import require_agno
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.harness.openai import render_input
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.harness.tools import import_value
 
 __all__ = ["AgnoHarness", "AgnoOptions", "AgnoRunError", "build_agent", "factory_arity"]
 

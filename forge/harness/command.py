@@ -59,12 +59,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from forge._digest import digest_of, file_digest
-from forge._files import validation_problem
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
+from forge._util.digest import digest_of, file_digest
+from forge._util.files import validation_problem
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.harness.supervisor import MAX_STDOUT_BYTES, Child, Supervisor
-from forge.spec import BuildContext
-from forge.task import Task
 
 __all__ = ["CommandError", "CommandHarness", "CommandOptions", "CommandTimeout"]
 

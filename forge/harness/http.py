@@ -37,7 +37,7 @@ kept as the service reported it: the service knows its own domain, and forge's
 figure is dropped (logged at debug level).
 
 Secrets: header values come from environment variables, read with
-:func:`forge.secrets.secret_from_env`, so they are redacted from everything forge
+:func:`forge.secrets.masking.secret_from_env`, so they are redacted from everything forge
 writes. The harness's identity names the url, the header names and the variables,
 never a value; credentials in the url itself are refused.
 """
@@ -56,8 +56,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from forge._files import validation_problem
-from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput
+from forge._util.files import validation_problem
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.harness._endpoint import (
     NoCookies,
     check_headers,
@@ -66,9 +67,8 @@ from forge.harness._endpoint import (
     excerpt,
     read_headers,
 )
-from forge.secrets import redact
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.harness.base import HARNESSES, AttemptContext, Harness, RunOutput
+from forge.secrets.masking import redact
 
 if TYPE_CHECKING:
     import httpx

@@ -50,8 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError
 
-from forge._files import validation_problem
-from forge.harness._base import HARNESSES, AttemptContext, AttemptTimeout, RunOutput
+from forge._util.files import validation_problem
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.harness._endpoint import (
     AgentReport,
     ResponseTooLarge,
@@ -61,10 +62,9 @@ from forge.harness._endpoint import (
     receiving,
 )
 from forge.harness._remote import RemoteAgentHarness, RemoteSettings, loop_deadline, margin_s
+from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, RunOutput
 from forge.harness.openai import render_input
-from forge.secrets import secret_from_env
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.secrets.masking import secret_from_env
 
 if TYPE_CHECKING:
     import httpx

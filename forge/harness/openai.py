@@ -27,7 +27,7 @@ as is; a dict as ``key: value`` lines, or its text when it has one text value),
 then turns until the model answers without asking for a tool or ``max_iterations``
 turns are spent. Each tool the model asks for runs here (sync functions on daemon
 threads, async ones on the loop), in the order asked, its arguments validated
-against the function's signature (see :mod:`forge.harness._tools`); a malformed or
+against the function's signature (see :mod:`forge.harness.tools`); a malformed or
 invalid call, an unknown tool or a tool that raises becomes a tool message
 ``error: ...`` for the model and a ``ToolCall`` with ``ok=False``. A tool that
 hangs ends its attempt at forge's timeout (its thread is abandoned). A failed
@@ -51,13 +51,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import to_jsonable_python
 
-from forge._digest import digest_of
-from forge._files import validation_problem
-from forge.harness._base import HARNESSES, AttemptContext, Harness, RunOutput, ToolCall, Usage
-from forge.harness._tools import Tool, ToolBox, load_tools
+from forge._util.digest import digest_of
+from forge._util.files import validation_problem
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.base import HARNESSES, AttemptContext, Harness, RunOutput, ToolCall, Usage
+from forge.harness.tools import Tool, ToolBox, load_tools
 from forge.llm.client import API_KEY_ENV, ChatClient, ChatReply, Endpoint
-from forge.spec import BuildContext
-from forge.task import Task
 
 __all__ = ["OpenAIHarness", "OpenAISettings", "Prices", "render_input"]
 

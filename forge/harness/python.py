@@ -14,12 +14,12 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from forge._digest import file_digest
-from forge._threads import DaemonThreadPool
+from forge._util.digest import file_digest
+from forge._util.threads import DaemonThreadPool
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.errors import BenchError
-from forge.harness._base import HARNESSES, AttemptContext, Harness
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.harness.base import HARNESSES, AttemptContext, Harness
 
 __all__ = ["PythonHarness", "PythonOptions", "import_target"]
 

@@ -9,7 +9,7 @@ back after it was killed. They share one rule:
   append, so that what it appends starts on a fresh line;
 - any other line that is not JSON is **damage**: the reader raises the caller's error
   naming the file and the line, since going on would silently drop records. So is a
-  whole line holding a key twice (:class:`forge._parse.DuplicateJsonKey`), wherever it
+  whole line holding a key twice (:class:`forge._util.parse.DuplicateJsonKey`), wherever it
   is: ``json.loads`` would keep the second silently, and no forge wrote it.
 
 Each append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``,
@@ -28,8 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from forge._files import field_path
-from forge._parse import DuplicateJsonKey, loads_json
+from forge._util.files import field_path
+from forge._util.parse import DuplicateJsonKey, loads_json
 from forge.errors import InputFileError
 
 __all__ = ["JsonlAppender", "cut_torn_tail", "parse_lines", "read_jsonl_tolerant"]

@@ -9,7 +9,7 @@ its viewer the start's and the final config's test attempts
 (:func:`forge.journal.store.read_for_review`). :func:`prune_run` rewrites the store to those
 attempts and records what it did in ``pruned.json`` (:class:`PruneRecord`), with each
 config's unscored attempts counted before the rest go
-(:class:`forge.review_failures.FailureSummary`: what review shows of them); nothing
+(:class:`forge.journal.review_failures.FailureSummary`: what review shows of them); nothing
 else in the folder is touched, nor any promoted config or its provenance, which live
 beside the config they describe.
 
@@ -36,9 +36,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge._files import atomic_write_bytes, atomic_write_text, load_versioned_json
+from forge._util.files import atomic_write_bytes, atomic_write_text, load_versioned_json
 from forge.errors import JournalError
 from forge.journal.lock import held_by
+from forge.journal.review import RunRecords, load_run_records
+from forge.journal.review_failures import FailureCounter, FailureSummary, kept_failures
 from forge.journal.run import lock_run, run_lock_file
 from forge.journal.store import (
     PLAIN_STORE_FILE,
@@ -51,8 +53,6 @@ from forge.journal.store import (
     store_bytes,
     store_file,
 )
-from forge.review import RunRecords, load_run_records
-from forge.review_failures import FailureCounter, FailureSummary, kept_failures
 
 __all__ = ["PRUNED_FILE", "PruneOutcome", "PruneRecord", "load_pruned", "prune_run",
            "prune_runs"]

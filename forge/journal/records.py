@@ -46,11 +46,11 @@ from pydantic import (
     model_validator,
 )
 
-from forge._files import validation_problem
+from forge._util.files import validation_problem
+from forge.config.moves import Move
+from forge.config.registry import Scalar
 from forge.errors import JournalError
-from forge.journal.unscored import UnscoredCounts
-from forge.moves import Move
-from forge.registry import Scalar
+from forge.results.unscored import UnscoredCounts
 
 if TYPE_CHECKING:
     from forge.stats.gates import GateResult

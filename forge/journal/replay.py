@@ -17,7 +17,7 @@ from forge.errors import JournalError
 from forge.journal.jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
 from forge.journal.records import AnyRecord, parse_record
 from forge.journal.run import write_error
-from forge.secrets import redact
+from forge.secrets.masking import redact
 
 __all__ = ["JournalWriter", "read_journal", "read_records"]
 

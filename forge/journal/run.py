@@ -4,7 +4,7 @@
 record per event, :mod:`forge.journal.records`, read and replayed by
 :mod:`forge.journal.replay`), ``attempts.jsonl.gz`` (every attempt,
 :mod:`forge.journal.store`) and ``optuna.journal`` (the study optuna-dashboard opens,
-:mod:`forge.dashboard`). One process writes a run at a time (:func:`lock_run`).
+:mod:`forge.report.dashboard`). One process writes a run at a time (:func:`lock_run`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from pydantic import (
     model_validator,
 )
 
-from forge._files import atomic_write_text, load_versioned_json
-from forge.bench import BudgetSettings
-from forge.bounds import MAX_CONCURRENCY, MAX_K
+from forge._util.bounds import MAX_CONCURRENCY, MAX_K
+from forge._util.files import atomic_write_text, load_versioned_json
+from forge.bench.loader import BudgetSettings
+from forge.config.moves import Move
 from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.journal.lock import exclusive
 from forge.journal.records import JOURNAL_FORMAT_VERSION, READABLE_VERSIONS
-from forge.moves import Move
-from forge.secrets import redact
+from forge.secrets.masking import redact
 
 __all__ = [
     "JOURNAL_FORMAT_VERSION",

@@ -36,11 +36,11 @@ from forge.journal.gzjsonl import (
 )
 from forge.journal.jsonl import JsonlAppender, cut_torn_tail, read_jsonl_tolerant
 from forge.journal.run import write_error
-from forge.results import AttemptResult
-from forge.secrets import redact
+from forge.results.model import AttemptResult
+from forge.secrets.masking import redact
 
 if TYPE_CHECKING:
-    from forge.review import RunRecords
+    from forge.journal.review import RunRecords
 
 __all__ = [
     "PLAIN_STORE_FILE",

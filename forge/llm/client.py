@@ -12,7 +12,7 @@ retries is declared (:class:`Endpoint`), bounded, never runs past the caller's
 deadline, and every reply says how many retries it took.
 
 The API key is read from the environment variable the endpoint names, registered as a
-secret (:mod:`forge.secrets`) so that no file or log forge writes can show it, and is
+secret (:mod:`forge.secrets.masking`) so that no file or log forge writes can show it, and is
 never part of :class:`Endpoint`, which journals and fingerprints store.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from forge._files import validation_problem
+from forge._util.files import validation_problem
 from forge.errors import LLMError, OptionError
-from forge.secrets import clip, redact, secret_from_env
+from forge.secrets.masking import clip, redact, secret_from_env
 
 __all__ = ["ChatClient", "ChatReply", "Endpoint", "LLMError", "ToolCallRequest"]
 

@@ -30,7 +30,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from forge.proposers._base import (
+from forge.config.registry import Registry
+from forge.core.spec import Spec
+from forge.proposers.auto import AutoProposer
+from forge.proposers.base import (
     PROPOSERS,
     EvaluatedConfig,
     Proposal,
@@ -38,13 +41,10 @@ from forge.proposers._base import (
     ProposerContext,
     SearchView,
 )
-from forge.proposers.auto import AutoProposer
 from forge.proposers.llm import LLMProposer
 from forge.proposers.optuna_ranked import OptunaProposer
 from forge.proposers.reflect import ReflectProposer
 from forge.proposers.sweep import SweepProposer
-from forge.registry import Registry
-from forge.spec import Spec
 
 __all__ = [
     "PROPOSERS",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from forge.moves import Move
-from forge.registry import BoolSetting, EnumSetting, Registry
+from forge.config.moves import Move
+from forge.config.registry import BoolSetting, EnumSetting, Registry
 
 __all__ = ["describe_move"]
 

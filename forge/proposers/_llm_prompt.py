@@ -14,12 +14,12 @@ from collections import Counter
 from itertools import zip_longest
 from typing import Any
 
-from forge.moves import Move
-from forge.proposers._base import SearchView
+from forge.config.moves import Move
+from forge.config.registry import Registry, Scalar, same_value
+from forge.proposers.base import SearchView
 from forge.proposers.reflect import count_signals
-from forge.registry import Registry, Scalar, same_value
-from forge.results import AttemptResult
-from forge.secrets import redact
+from forge.results.model import AttemptResult
+from forge.secrets.masking import redact
 
 __all__ = ["MAX_PROMPT_BYTES", "SYSTEM_PROMPT", "build_messages", "clip"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
-from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
+from forge.config.registry import Config, Registry
+from forge.core.spec import BuildContext
+from forge.proposers.base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 from forge.proposers.optuna_ranked import OptunaOptions, OptunaProposer
 from forge.proposers.reflect import ReflectProposer
-from forge.registry import Config, Registry
-from forge.spec import BuildContext
 
 __all__ = ["AutoProposer"]
 

@@ -44,13 +44,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.errors import JournalError
-from forge.journal.jsonl import cut_torn_tail, read_jsonl_tolerant
-from forge.llm.client import ChatClient, Endpoint, LLMError
-from forge.moves import Move, candidate_moves
-from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
-from forge.proposers._llm_prompt import MAX_PROMPT_BYTES, build_messages, clip
-from forge.registry import (
+from forge.config.moves import Move, candidate_moves
+from forge.config.registry import (
     BoolSetting,
     Config,
     EnumSetting,
@@ -59,8 +54,13 @@ from forge.registry import (
     Registry,
     same_value,
 )
-from forge.secrets import redact
-from forge.spec import BuildContext
+from forge.core.spec import BuildContext
+from forge.errors import JournalError
+from forge.journal.jsonl import cut_torn_tail, read_jsonl_tolerant
+from forge.llm.client import ChatClient, Endpoint, LLMError
+from forge.proposers._llm_prompt import MAX_PROMPT_BYTES, build_messages, clip
+from forge.proposers.base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
+from forge.secrets.masking import redact
 
 __all__ = ["CACHE_FILE", "MAX_PROMPT_BYTES", "LLMOptions", "LLMProposer", "build_messages"]
 

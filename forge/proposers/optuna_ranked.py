@@ -14,7 +14,7 @@ setting (a step or a jump).
 The model is never written to disk nor read from it: the ranking depends only on the
 seed and on the ``observe`` calls of this process, which the search replays in order
 on resume. Its first-chunk values are what selection reads, not what the search
-proved, so the study people open (``optuna.journal``, :mod:`forge.dashboard`) is
+proved, so the study people open (``optuna.journal``, :mod:`forge.report.dashboard`) is
 written by the search from its journal instead.
 """
 
@@ -35,13 +35,13 @@ from optuna.distributions import (
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge._optuna import encode_values, optuna_param, quiet_optuna
-from forge.config_keys import SpelledMove, one_change, spelled_move
-from forge.moves import Move, candidate_moves
-from forge.proposers._base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
+from forge.config.keys import SpelledMove, one_change, spelled_move
+from forge.config.moves import Move, candidate_moves
+from forge.config.optuna_space import encode_values, optuna_param, quiet_optuna
+from forge.config.registry import Config, Registry, Scalar, same_value
+from forge.core.spec import BuildContext
 from forge.proposers._common import describe_move
-from forge.registry import Config, Registry, Scalar, same_value
-from forge.spec import BuildContext
+from forge.proposers.base import PROPOSERS, Proposal, Proposer, ProposerContext, SearchView
 
 __all__ = ["OptunaOptions", "OptunaProposer", "quiet_optuna"]
 

@@ -16,10 +16,8 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from forge.moves import Move
-from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
-from forge.proposers._common import describe_move
-from forge.registry import (
+from forge.config.moves import Move
+from forge.config.registry import (
     BoolSetting,
     Config,
     EnumSetting,
@@ -30,7 +28,9 @@ from forge.registry import (
     Setting,
     same_value,
 )
-from forge.results import AttemptResult
+from forge.proposers._common import describe_move
+from forge.proposers.base import PROPOSERS, Proposal, Proposer, SearchView
+from forge.results.model import AttemptResult
 
 __all__ = ["STOP_REASON_SIGNALS", "ReflectProposer", "count_signals", "hinted_move"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from forge.proposers._base import PROPOSERS, Proposal, Proposer, SearchView
-from forge.registry import Config
+from forge.config.registry import Config
+from forge.proposers.base import PROPOSERS, Proposal, Proposer, SearchView
 
 __all__ = ["SweepProposer"]
 

@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from forge._show import printable
-from forge.compare import ResultDiff
+from forge._text import printable
+from forge.config.registry import Registry
 from forge.journal.records import SplitDelta
-from forge.registry import Registry
-from forge.results import EvalResult
-from forge.review import UNFINISHED, RunSummary
+from forge.journal.review import UNFINISHED, RunSummary
+from forge.results.compare import ResultDiff
+from forge.results.model import EvalResult
 from forge.stats.paired import mean_interval
 
 __all__ = ["STATUS_STYLE", "diff_table", "registry_table", "run_lines", "run_problems",

@@ -2,10 +2,10 @@
 
 A few lines under the result: how many attempts were unscored and what share, then the
 most frequent reasons (how the attempts stopped and the normalised message,
-:func:`forge.failures.reason_key`), each with its count, one example (its task,
+:func:`forge.results.failures.reason_key`), each with its count, one example (its task,
 attempt, config and message) and, in a search, the configs it was charged to. Above
-:data:`~forge.failures.FAILURE_WARN_RATE` a warning says the scores rest on the attempts
-that finished. Every text a harness wrote goes through :func:`forge._show.printable`.
+:data:`~forge.results.failures.FAILURE_WARN_RATE` a warning says the scores rest on the attempts
+that finished. Every text a harness wrote goes through :func:`forge._util.show.printable`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
-from forge._show import printable
-from forge.failures import FAILURE_WARN_RATE, TOP_REASONS, FailureReason, FailureTally
+from forge._text import printable
 from forge.journal.records import TestRecord, UnscoredCounts
-from forge.secrets import clip
+from forge.results.failures import FAILURE_WARN_RATE, TOP_REASONS, FailureReason, FailureTally
+from forge.secrets.masking import clip
 
 __all__ = [
     "NAMED_ON_LINE",

@@ -4,7 +4,7 @@
 Everything read from a journal (reasons, gate texts, setting values) goes into
 :class:`rich.text.Text` cells, never into markup strings: a proposer's reason may
 well contain ``[brackets]`` that rich would otherwise read as styles; and through
-:func:`forge._show.printable` (:func:`_t`), so that no control character, escape
+:func:`forge._util.show.printable` (:func:`_t`), so that no control character, escape
 sequence or bidi override a harness or a model wrote reaches the terminal.
 """
 
@@ -16,12 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from forge._show import printable
+from forge._text import printable
 from forge.journal import RunOptions
 from forge.journal.records import CandidateRecord, ProposalInvalidRecord
-from forge.report.console import STATUS_STYLE, utc_text
-from forge.report.failures import compared_tasks_text, left_out_lines
-from forge.review import (
+from forge.journal.review import (
     UNFINISHED,
     Delta,
     RunRecords,
@@ -30,6 +28,8 @@ from forge.review import (
     failing_gates,
     val_delta,
 )
+from forge.report.console import STATUS_STYLE, utc_text
+from forge.report.failures import compared_tasks_text, left_out_lines
 
 __all__ = ["run_footer", "run_header", "steps_table"]
 

@@ -14,7 +14,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from forge._show import printable
+from forge._text import printable
 from forge.journal.records import (
     AnyRecord,
     CandidateRecord,
@@ -51,7 +51,7 @@ def _f(x: Any, fmt: str = "+.3f") -> str:
 
 def _safe(text: str) -> str:
     """Journal or harness text inside a markup line: escaped for the terminal
-    (:func:`forge._show.printable`), then for rich's markup."""
+    (:func:`forge._util.show.printable`), then for rich's markup."""
     return escape(printable(text))
 
 
@@ -264,7 +264,7 @@ def render_progress(p: SearchProgress) -> RenderableType:
     """What the search does now, four lines: phase; rollouts of the budget; the
     incumbent's dev score with its 95% interval; elapsed and ETA; and, once an attempt
     has failed, a fifth before the last: the share unscored and the most frequent
-    reason, red above :data:`forge.failures.FAILURE_WARN_RATE`. The ETA is the
+    reason, red above :data:`forge.results.failures.FAILURE_WARN_RATE`. The ETA is the
     rollouts left (the budget's rest plus the test split's) over the pace so far
     (attempts run per second since the start): an upper bound when the search stops
     sooner on patience, max_steps or no move left."""

@@ -6,8 +6,8 @@ each with its attempts, how many went unscored and what share, the tasks it neve
 scored, and its most frequent reasons. A candidate's row puts its share beside the
 incumbent's on the same (stream, task, attempt) keys: the same seeds, so a config that
 fails more shows as such. The
-data is :mod:`forge.review_failures`'; every text a harness wrote goes through
-:func:`forge._show.printable`, in :class:`rich.text.Text` cells (no markup).
+data is :mod:`forge.journal.review_failures`'; every text a harness wrote goes through
+:func:`forge._util.show.printable`, in :class:`rich.text.Text` cells (no markup).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from forge._show import printable
+from forge._text import printable
 from forge.journal.records import CandidateRecord, UnscoredCounts
-from forge.review import RunRecords
-from forge.review_failures import RunFailures
+from forge.journal.review import RunRecords
+from forge.journal.review_failures import RunFailures
 
 __all__ = ["REASONS_SHOWN", "unscored_view"]
 

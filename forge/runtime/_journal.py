@@ -28,12 +28,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from forge._files import field_path, validation_problem
+from forge._util.files import field_path, validation_problem
+from forge.config.moves import Move
+from forge.config.registry import RuntimeRule
 from forge.errors import RuntimeJournalError
 from forge.journal.jsonl import JsonlAppender, read_jsonl_tolerant
-from forge.moves import Move
-from forge.registry import RuntimeRule
-from forge.secrets import redact
+from forge.secrets.masking import redact
 
 __all__ = [
     "RUNTIME_FORMAT_VERSION",

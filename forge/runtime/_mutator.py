@@ -45,9 +45,8 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, cast, get_args
 
-from forge.errors import OptionError, RuntimeMutatorError
-from forge.moves import Move
-from forge.registry import (
+from forge.config.moves import Move
+from forge.config.registry import (
     BoolSetting,
     EnumSetting,
     Registry,
@@ -57,6 +56,7 @@ from forge.registry import (
     Setting,
     same_value,
 )
+from forge.errors import OptionError, RuntimeMutatorError
 from forge.runtime._journal import Outcome as JournalOutcome
 from forge.runtime._journal import RuntimeEndRecord, RuntimeJournal, RuntimeSignalRecord
 

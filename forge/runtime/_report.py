@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.moves import Move, neighbourhood
-from forge.registry import Config, Registry
+from forge.config.moves import Move, neighbourhood
+from forge.config.registry import Config, Registry
 from forge.runtime._journal import (
     RuntimeEndRecord,
     RuntimeJournalError,

@@ -144,7 +144,7 @@ def _render(name: str, *, bench: str, ci_bench: str, forge_source: ForgeSource
     """Every file's text, placeholders filled (a YAML value JSON-quoted, a shell word
     shell-quoted); an unknown placeholder is a bug of the templates, raised here,
     before anything is written."""
-    from forge import __version__
+    from forge._version import __version__
 
     values = {
         "__NAME__": name,

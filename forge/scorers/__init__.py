@@ -34,16 +34,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.scorers._base import SCORERS, Score, Scorer
+from forge.core.spec import BuildContext, Spec
 from forge.scorers.ag2 import Ag2Scorer
 from forge.scorers.agno import AgnoScorer
+from forge.scorers.base import SCORERS, Score, Scorer
 from forge.scorers.code import CodeScorer
 from forge.scorers.composite import AllScorer, AnyScorer, WeightedScorer
 from forge.scorers.judge import JudgeScorer
 from forge.scorers.numeric import NumericScorer
 from forge.scorers.text import ContainsScorer, ExactScorer, RegexScorer
 from forge.scorers.toolcall import ToolCallScorer
-from forge.spec import BuildContext, Spec
 
 __all__ = [
     "SCORERS",

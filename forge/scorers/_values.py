@@ -15,11 +15,11 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from forge._digest import canonical_json, digest_of
-from forge._show import preview
-from forge.scorers._base import Scorer
-from forge.secrets import clip
-from forge.spec import BuildContext
+from forge._util.digest import canonical_json, digest_of
+from forge._util.show import preview
+from forge.core.spec import BuildContext
+from forge.scorers.base import Scorer
+from forge.secrets.masking import clip
 
 __all__ = [
     "OptionScorer",
@@ -153,7 +153,7 @@ def as_text(value: Any) -> str:
 def quote(value: Any, limit: int = 80) -> str:
     """A short, single-line rendering of a value for an explanation.
 
-    Redacted before it is cut (:func:`forge.secrets.clip`), and read only as far as it
+    Redacted before it is cut (:func:`forge.secrets.masking.clip`), and read only as far as it
     is shown: an output of megabytes is neither copied nor serialised whole.
     """
     window = 4 * limit + 1024  # room for the runs of spaces that are joined below

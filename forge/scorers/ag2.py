@@ -15,7 +15,7 @@ Bench syntax::
 Needs the extra ``pip install 'forge[ag2]'``. Several AG2 scorers combine with forge's
 composites: ``{all: [{ag2: "scorers:ANSWER"}, {ag2: "scorers:TOOLS"}]}``.
 
-The scorer gets what AG2's runner gives it (:mod:`forge._ag2_eval`): ``inputs`` and
+The scorer gets what AG2's runner gives it (:mod:`forge.harness.ag2_events`): ``inputs`` and
 ``reference_outputs`` of the task in AG2's terms, ``outputs`` (``body``, ``content``), a
 ``Trace`` rebuilt from the attempt (its tool executions, model calls and tokens), and
 the ``ag2.eval.Task``. Its ``Feedback`` becomes forge's ``Score``:
@@ -42,14 +42,14 @@ from typing import Any, ClassVar
 from pydantic import Field
 from pydantic_core import to_jsonable_python
 
-from forge import _ag2
-from forge._ag2_eval import outputs_of, task_of, trace_of
-from forge.harness._base import RunOutput
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness import ag2_sdk as _ag2
+from forge.harness.ag2_events import outputs_of, task_of, trace_of
+from forge.harness.base import RunOutput
 from forge.harness.python import import_target
-from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options, spec_digest
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score, Scorer
 
 __all__ = ["FEEDBACK_KEY", "Ag2Scorer", "Ag2ScorerOptions", "feedback_record"]
 

@@ -32,14 +32,14 @@ from typing import Any, ClassVar
 from pydantic import Field
 from pydantic_core import to_jsonable_python
 
-from forge.harness._agno_run import agno_run
-from forge.harness._agno_sdk import require_agno
-from forge.harness._base import RunOutput
-from forge.harness._tools import import_value
-from forge.scorers._base import SCORERS, Score, Scorer
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.agno_run import agno_run
+from forge.harness.agno_sdk import require_agno
+from forge.harness.base import RunOutput
+from forge.harness.tools import import_value
 from forge.scorers._values import Options, spec_digest
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score, Scorer
 
 __all__ = ["AgnoScorer", "to_score"]
 

@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from forge.harness._base import RunOutput
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.base import RunOutput
 from forge.harness.python import import_target
-from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options, quote, spec_digest
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score, Scorer
 
 __all__ = ["CodeScorer"]
 

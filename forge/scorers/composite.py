@@ -22,12 +22,12 @@ from typing import Any, ClassVar, Self
 
 from pydantic import Field
 
-from forge._digest import digest_of
-from forge.harness._base import RunOutput
-from forge.scorers._base import SCORERS, Score, Scorer
+from forge._util.digest import digest_of
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.harness.base import RunOutput
 from forge.scorers._values import Options
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score, Scorer
 
 __all__ = ["AllScorer", "AnyScorer", "Child", "WeightedScorer"]
 

@@ -9,7 +9,7 @@ The endpoint is ``base_url`` / ``model`` when given, else ``FORGE_OPENAI_BASE_UR
 ``FORGE_OPENAI_MODEL``; the key is read from ``api_key_env``. Without a base URL the
 bench does not load.
 
-Each fenced text is cut at :data:`~forge.bounds.MAX_JUDGED_CHARS` characters, with a
+Each fenced text is cut at :data:`~forge._util.bounds.MAX_JUDGED_CHARS` characters, with a
 note inside the fence saying how much was cut.
 
 The judged output is untrusted text: it may hold instructions for the grader. Every
@@ -35,15 +35,15 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
-from forge._digest import digest_of
-from forge.bounds import MAX_JUDGED_CHARS
+from forge._util.bounds import MAX_JUDGED_CHARS
+from forge._util.digest import digest_of
+from forge.core.spec import BuildContext
+from forge.core.task import Task
 from forge.errors import UserError
-from forge.harness._base import RunOutput
+from forge.harness.base import RunOutput
 from forge.llm.client import API_KEY_ENV, ChatClient, Endpoint
-from forge.scorers._base import SCORERS, Score, Scorer
 from forge.scorers._values import Options, as_text, quote
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score, Scorer
 
 __all__ = ["JudgeScorer", "parse_reply"]
 

@@ -7,10 +7,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from forge.harness._base import RunOutput
-from forge.scorers._base import SCORERS, Score
+from forge.core.task import Task
+from forge.harness.base import RunOutput
 from forge.scorers._values import Options, OptionScorer, last_number, parse_number, quote
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score
 
 __all__ = ["NumericScorer"]
 

@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from forge._digest import canonical_json
-from forge.harness._base import RunOutput
-from forge.scorers._base import SCORERS, Score
+from forge._util.digest import canonical_json
+from forge.core.task import Task
+from forge.harness.base import RunOutput
 from forge.scorers._values import (
     Options,
     OptionScorer,
@@ -25,7 +25,7 @@ from forge.scorers._values import (
     quote,
     to_decimal,
 )
-from forge.task import Task
+from forge.scorers.base import SCORERS, Score
 
 __all__ = ["ContainsScorer", "ExactScorer", "RegexScorer"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from forge.harness._base import RunOutput, ToolCall
-from forge.scorers._base import SCORERS, Score
+from forge.core.task import ExpectedTool, Task
+from forge.harness.base import RunOutput, ToolCall
 from forge.scorers._values import Options, OptionScorer, quote
-from forge.task import ExpectedTool, Task
+from forge.scorers.base import SCORERS, Score
 
 __all__ = ["ToolCallScorer", "args_match"]
 

@@ -17,14 +17,14 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from forge.bench import Bench
-from forge.failures import FailureTally
+from forge.bench.loader import Bench
+from forge.config.registry import Config
+from forge.core.task import Task
+from forge.evaluation.rollout import AttemptKey
+from forge.evaluation.session import Session
 from forge.journal.store import AttemptStore
-from forge.registry import Config
-from forge.results import AttemptResult, TaskAttempts
-from forge.rollout import AttemptKey
-from forge.session import Session
-from forge.task import Task
+from forge.results.failures import FailureTally
+from forge.results.model import AttemptResult, TaskAttempts
 
 __all__ = ["Fetch", "RolloutRequest", "Rollouts", "drive"]
 
@@ -62,7 +62,7 @@ class Rollouts:
         self.cost = 0.0
         self.executed = 0
         #: Every attempt counted in ``used``, the unscored by reason and config: what a
-        #: resumed search counts as an uninterrupted one did (forge.failures).
+        #: resumed search counts as an uninterrupted one did (forge.results.failures).
         self.failures = FailureTally()
         self._requested: set[tuple[str, str, str, int]] = set()
 

@@ -1,6 +1,6 @@
 """The budget of a search: what it may still spend, asked in one place.
 
-A search spends rollouts, cost and wall time (:class:`~forge.bench.BudgetSettings`);
+A search spends rollouts, cost and wall time (:class:`~forge.bench.loader.BudgetSettings`);
 every rollout it asks for counts once, whether it ran now or came from the attempt store
 (:class:`~forge.search.attempt_cache.Rollouts`). A batch (a screening chunk, a
 confirmation look) runs only if it fits what is left to within :attr:`Budget.slack`,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from forge.bench import BudgetSettings
+from forge.bench.loader import BudgetSettings
 from forge.journal.records import StopReason
 from forge.search.attempt_cache import Rollouts
 

@@ -17,17 +17,18 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Literal, TypeVar
 
-from forge.bench import Bench
+from forge.bench.loader import Bench
+from forge.config.moves import Move, apply_move, expansion, move_kind
+from forge.config.registry import Config
+from forge.core.task import Task
 from forge.journal.records import (
     AnyRecord,
     CandidateRecord,
     DevBlock,
     Gate,
 )
-from forge.moves import Move, apply_move, expansion, move_kind
 from forge.proposers import Proposal
-from forge.proposers._base import EvaluatedConfig, Proposer
-from forge.registry import Config
+from forge.proposers.base import EvaluatedConfig, Proposer
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
@@ -38,7 +39,6 @@ from forge.search.places import Places, TriedKey
 from forge.search.progress import SearchProgress
 from forge.search.screening import Screen, Screening
 from forge.stats.paired import spent_alpha
-from forge.task import Task
 
 __all__ = ["CandidateHead", "Promoted", "StepCandidates"]
 

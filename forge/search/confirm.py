@@ -45,9 +45,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from forge.bench import Bench
-from forge.registry import Config
-from forge.results import TaskAttempts
+from forge.bench.loader import Bench
+from forge.config.registry import Config
+from forge.core.task import Task
+from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
 from forge.search.confirm_outcome import (
@@ -72,7 +73,6 @@ from forge.search.gates import (
 )
 from forge.stats.gates import GateResult
 from forge.stats.unscored import failure_pairs
-from forge.task import Task
 
 __all__ = [
     "BLOCK_CHANCE",

@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from statistics import NormalDist
 
+from forge.config.registry import Config
+from forge.core.task import Task
 from forge.journal.records import CandidateRecord
-from forge.registry import Config
 from forge.search.attempt_cache import Rollouts
 from forge.search.screening import Screen
-from forge.task import Task
 
 __all__ = ["Deferrals", "confirmation_cost", "unrun_share"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from forge.bench import Bench
-from forge.failures import unscored_counts
+from forge.bench.loader import Bench
+from forge.config.registry import Config
 from forge.journal.records import (
     AnyRecord,
     AuxCheck,
@@ -26,8 +26,8 @@ from forge.journal.records import (
     TestRecord,
     UnscoredCounts,
 )
-from forge.registry import Config
-from forge.results import TaskAttempts
+from forge.results.failures import unscored_counts
+from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.outcome import SearchOutcome
 from forge.stats.gates import score_deltas, tolerance_check, unscored_check

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from forge.bench import Bench
-from forge.dashboard import DashboardStudy
-from forge.failures import failure_stop
+from forge.bench.loader import Bench
+from forge.config.moves import Move
+from forge.config.registry import Config
+from forge.evaluation.session import Session
 from forge.journal import JournalWriter
 from forge.journal.records import (
     AnyRecord,
@@ -55,11 +56,11 @@ from forge.journal.records import (
     StopRecord,
 )
 from forge.journal.store import AttemptStore, store_file
-from forge.moves import Move
 from forge.proposers import Proposer
-from forge.proposers._base import EvaluatedConfig
-from forge.registry import Config
-from forge.results import AttemptResult, TaskAttempts
+from forge.proposers.base import EvaluatedConfig
+from forge.report.dashboard import DashboardStudy
+from forge.results.failures import failure_stop
+from forge.results.model import AttemptResult, TaskAttempts
 from forge.search.attempt_cache import Fetch, RolloutRequest, Rollouts
 from forge.search.budget import Budget
 from forge.search.candidates import Promoted, StepCandidates
@@ -73,7 +74,6 @@ from forge.search.progress import Ending as ProgressEnding
 from forge.search.progress import SearchProgress
 from forge.search.proposals import StepProposals
 from forge.search.screening import Screening
-from forge.session import Session
 from forge.stats.paired import Interval, mean_interval
 from forge.stats.power import estimate_power
 
@@ -234,7 +234,7 @@ class Search(StepCandidates):
                 ending = "finished"
                 assert self.outcome is not None
                 return self.outcome
-            except KeyboardInterrupt:  # a signal (forge.interrupt): the view says so
+            except KeyboardInterrupt:  # a signal (forge._util.interrupt): the view says so
                 ending = "interrupted"
                 raise
             finally:

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from forge.moves import Move
-from forge.registry import Scalar
+from forge.config.moves import Move
+from forge.config.registry import Scalar
 
 __all__ = ["MoveKey", "MoveMemory", "MoveNote", "Outcome", "move_key"]
 

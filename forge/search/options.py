@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.bench import BudgetSettings
+from forge.bench.loader import BudgetSettings
+from forge.config.moves import Move
 from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.journal import RunOptions
 from forge.journal.run import JournaledFlags
-from forge.moves import Move
 
 __all__ = ["CHUNKS", "PRECISION_ROUNDS", "SCREEN_ALPHA", "TEST_K", "SearchOptions",
            "check_flags"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.failures import FailureTally
 from forge.journal.records import EndRecord, FirstFailure, StopReason, UnscoredCounts
+from forge.results.failures import FailureTally
 
 __all__ = ["STOP_TEXT", "SearchOutcome"]
 
@@ -21,7 +21,7 @@ class SearchOutcome:
     """A finished search: its ``end`` record, what ``forge search --json`` prints
     (:meth:`as_json`, a frozen contract), and the journal's records as written (each
     line's JSON object), for scripts that want them too; ``failures``, every attempt
-    the search counted with the unscored by reason and config (:mod:`forge.failures`;
+    the search counted with the unscored by reason and config (:mod:`forge.results.failures`;
     not journaled, not in :meth:`as_json`), and on ``start_failed`` the first failure;
     ``unscored``, per split compared, the start's and the final config's unscored
     attempts by reason (``{split: {"start": counts, "final": counts}}``)."""

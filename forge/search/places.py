@@ -17,16 +17,16 @@ import itertools
 import math
 from typing import Any
 
-from forge.config_keys import spelled_move
+from forge.config.keys import spelled_move
+from forge.config.moves import Move, moved_value, setting_moves
+from forge.config.registry import Config, FloatSetting, IntSetting, Registry, same_value
 from forge.errors import MoveError
-from forge.moves import Move, moved_value, setting_moves
-from forge.registry import Config, FloatSetting, IntSetting, Registry, same_value
 
 __all__ = ["Places", "TriedKey"]
 
 #: (the incumbent's fingerprint, with its precision round if any; the setting moved;
 #: its new value's canonical JSON). Against one incumbent, two moves share a key
-#: exactly when their candidates share a fingerprint (:mod:`forge.config_keys`), and
+#: exactly when their candidates share a fingerprint (:mod:`forge.config.keys`), and
 #: the key costs no fingerprint of a candidate: the search keys every candidate move
 #: of every step.
 TriedKey = tuple[str, str, str]

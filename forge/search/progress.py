@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from forge.failures import FailureTally
-from forge.moves import Move
-from forge.registry import Config
-from forge.results import AttemptResult
+from forge.config.moves import Move
+from forge.config.registry import Config
+from forge.evaluation.session import Session
+from forge.results.failures import FailureTally
+from forge.results.model import AttemptResult
 from forge.search.attempt_cache import Rollouts
-from forge.session import Session
 from forge.stats.paired import Interval
 
 __all__ = ["Ending", "Phase", "SearchProgress"]

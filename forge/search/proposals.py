@@ -14,13 +14,13 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from forge.bench import Bench
-from forge.moves import Move, candidate_moves
+from forge.bench.loader import Bench
+from forge.config.moves import Move, candidate_moves
+from forge.config.registry import Config, EnumSetting
 from forge.proposers import Proposal, Proposer
-from forge.proposers._base import EvaluatedConfig, SearchView
-from forge.proposers._vet import offered
-from forge.registry import Config, EnumSetting
-from forge.results import AttemptResult
+from forge.proposers.base import EvaluatedConfig, SearchView
+from forge.proposers.vet import offered
+from forge.results.model import AttemptResult
 from forge.search.memory import MoveMemory
 from forge.search.places import Places, TriedKey
 

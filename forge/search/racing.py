@@ -36,13 +36,13 @@ from typing import Literal
 
 from scipy import stats as _st
 
-from forge.registry import Config
-from forge.results import TaskAttempts
+from forge.config.registry import Config
+from forge.core.task import Task
+from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
 from forge.stats.gates import score_deltas, score_pairs
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
-from forge.task import Task
 
 __all__ = ["Beyond", "RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
 

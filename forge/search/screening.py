@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from forge.bench import Bench
+from forge.bench.loader import Bench
+from forge.config.registry import Config
+from forge.core.task import Task
 from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, Gate, ScreenBlock
 from forge.proposers import Proposal
-from forge.registry import Config
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
 from forge.search.memory import MoveMemory, MoveNote, Outcome
@@ -37,7 +38,6 @@ from forge.search.racing import RaceOutcome, no_worse, race
 from forge.stats.gates import aux_text, metric_deltas, regression_allowance, regressions
 from forge.stats.paired import PairedTest, paired_test
 from forge.stats.unscored import failure_increase, failure_pairs
-from forge.task import Task
 
 __all__ = ["Screen", "Screening"]
 
@@ -144,7 +144,7 @@ class Screening:
     def expand(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
                head: partial[CandidateRecord], nearer: Screen, *, attempts: int | None = None
                ) -> Fetch[Screen | None]:
-        """An expansion of ``nearer``'s passing move (:func:`forge.moves.expansion`), run
+        """An expansion of ``nearer``'s passing move (:func:`forge.config.moves.expansion`), run
         by :func:`~forge.search.racing.no_worse` on the tasks and attempts ``nearer``'s race
         read. It passes only when it scores at least as well on every attempt and its
         own screening data keep every tolerance by their estimate (checked after each

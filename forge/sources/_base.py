@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from forge.spec import Plugin, PluginRegistry
+from forge.core.spec import Plugin, PluginRegistry
 
 __all__ = ["SOURCES", "TaskSource"]
 

@@ -15,7 +15,7 @@ Needs the extra ``pip install 'forge[ag2]'``.
 
 Each AG2 task becomes one forge task: ``id`` its ``task_id``, ``input`` its ``inputs``
 (the mapping: the ``ag2`` harness asks the agent ``inputs["input"]``), ``expected`` its
-``reference_outputs``, with its tags and metadata. Mapped back (:mod:`forge._ag2`), the
+``reference_outputs``, with its tags and metadata. Mapped back (:mod:`forge.harness.ag2_sdk`), the
 task is the suite's own, so ``forge export ag2`` of its attempts diffs against a run of
 ``ag2.eval.run_agent`` on the same suite. Like AG2's runner, every task's ``inputs``
 must hold ``input``; and, since forge journals tasks, its fields must be JSON data.
@@ -30,13 +30,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticSerializationError
 
-from forge import _ag2
-from forge._digest import canonical_json
-from forge._files import read_jsonl
+from forge._util.digest import canonical_json
+from forge._util.files import read_jsonl
+from forge.core.spec import BuildContext
 from forge.errors import BenchError
+from forge.harness import ag2_sdk as _ag2
 from forge.harness.python import import_target
 from forge.sources._base import SOURCES, TaskSource
-from forge.spec import BuildContext
 
 __all__ = ["Ag2Suite", "Ag2SuiteOptions"]
 

@@ -27,10 +27,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.harness._agno_sdk import require_agno
-from forge.harness._tools import import_value
+from forge.core.spec import BuildContext
+from forge.harness.agno_sdk import require_agno
+from forge.harness.tools import import_value
 from forge.sources._base import SOURCES, TaskSource
-from forge.spec import BuildContext
 
 __all__ = ["AgnoSource", "AgnoSourceOptions", "load_environment", "resolved_id"]
 

@@ -3,9 +3,9 @@ is averaged. The sequential dev, val and auxiliary gates of a confirmation live 
 :mod:`forge.search.gates`; here are the pairings they test, the tolerance arithmetic, the
 task-floor gate, and the start-to-final tolerance check on test.
 
-Data arrive as :class:`~forge.results.TaskAttempts` (one config's attempts grouped by
+Data arrive as :class:`~forge.results.model.TaskAttempts` (one config's attempts grouped by
 task) for the incumbent and the candidate, run on the same seeds. Score deltas pair
-attempts by :func:`~forge.results.paired_outcomes`: a failure on one side of a pair is
+attempts by :func:`~forge.results.model.paired_outcomes`: a failure on one side of a pair is
 that side's loss (:func:`score_deltas`); a metric is compared where both completed
 with it; a task with no pair is left out, never counted as zero.
 """
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forge.bench import MetricSpec
-from forge.results import AttemptResult, TaskAttempts, paired_outcomes
+from forge.bench.loader import MetricSpec
+from forge.results.model import AttemptResult, TaskAttempts, paired_outcomes
 from forge.stats.paired import fixed_tasks_bound, paired_test
 from forge.stats.unscored import failure_increase, failure_pairs
 

@@ -1,7 +1,7 @@
 """How often two configs fail on the same (task, seed) pairs, and whether one fails more.
 
 An attempt *fails* when it ends unscored through its config's doing (an error, a
-timeout, an output the scorer could not judge: :attr:`~forge.results.AttemptResult.failed`);
+timeout, an output the scorer could not judge: :attr:`~forge.results.model.AttemptResult.failed`);
 a cancelled attempt is the search's doing and pairs with nothing. The means of a
 search leave failures out (they are not zeros), so a config that fails exactly where it
 would be wrong looks perfect on them: the failure share is compared on its own.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from scipy import stats as _st
 
-from forge.results import AttemptResult, paired_outcomes
+from forge.results.model import AttemptResult, paired_outcomes
 from forge.stats.paired import net_regression_p, paired_test
 
 __all__ = ["SPARSE_TASKS", "FailureIncrease", "FailurePairs", "failure_increase",

@@ -11,8 +11,8 @@ import pytest
 from acp_sdk import require_sdk
 from conftest import run_forge
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
 
 require_sdk()
 

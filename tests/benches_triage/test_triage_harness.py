@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from conftest import forget_bench_harness
 
-from forge.bench import Bench, load_bench
-from forge.evaluate import evaluate
-from forge.harness._base import AttemptContext, RunOutput
+from forge.bench.loader import Bench, load_bench
+from forge.core.task import Task
+from forge.evaluation.evaluate import evaluate
+from forge.harness.base import AttemptContext, RunOutput
 from forge.harness.python import import_target
-from forge.task import Task
 
 BENCH = Path(__file__).resolve().parents[2] / "benches" / "triage"
 

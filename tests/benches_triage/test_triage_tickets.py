@@ -20,7 +20,7 @@ from triage_catalog import CATALOG
 from triage_db import fresh_connection
 from triage_tools import call_tool
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "benches" / "triage"
 sys.path.remove(str(BENCH))

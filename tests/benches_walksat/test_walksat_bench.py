@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.core.task import Task
+from forge.evaluation.evaluate import evaluate
 from forge.harness import RunOutput
-from forge.task import Task
 
 BENCH = Path(__file__).resolve().parents[2] / "benches" / "walksat"
 SPLIT_NAMES = ("dev", "val", "test")

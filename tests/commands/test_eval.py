@@ -11,7 +11,7 @@ from conftest import ARITH, MakeBench, assert_user_error
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 
-from forge.results import SUMMARY_KEYS, load_result
+from forge.results.model import SUMMARY_KEYS, load_result
 
 BENCH = str(ARITH)
 

@@ -13,8 +13,8 @@ from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 from test_review import CUT_AFTER, make_runs, write_fake_run
 
-from forge.launch import launch_search
-from forge.review import STEP_KEYS, load_run_records, step_records
+from forge.journal.review import STEP_KEYS, load_run_records, step_records
+from forge.search.launch import launch_search
 
 UNPARSEABLE = "error: ValueError: unparseable JSON from the model on <task>: <script>x</script>"
 

@@ -12,10 +12,10 @@ from conftest import assert_user_error, dumps_key_twice, read_calls, write_searc
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
 from forge.commands import _common
-from forge.moves import Move
-from forge.registry import Registry, load_registry
+from forge.config.moves import Move
+from forge.config.registry import Registry, load_registry
 from forge.runtime import RuntimeMutator, runtime_first_moves
 
 #: A search registry with a runtime section: ``boost`` is what the harness rewards.

@@ -7,8 +7,8 @@ from conftest import ARITH, assert_user_error
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 
-from forge.registry import load_registry
-from forge.schemas import bench_schema, config_schema, registry_schema
+from forge.bench.schemas import bench_schema, config_schema, registry_schema
+from forge.config.registry import load_registry
 
 
 def test_schema_prints_the_bench_schema_by_default(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ from conftest import PARTLY_FAILING, ROOT, forget_bench_harness, stored_rows, wr
 from conftest import run_forge as forge
 
 from forge.journal.records import StopRecord
-from forge.review import load_run_records
+from forge.journal.review import load_run_records
 
 BROKEN = ROOT / "data" / "broken"
 _forget = forget_bench_harness(BROKEN)

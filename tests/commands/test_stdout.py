@@ -1,5 +1,5 @@
 """``--json`` stays one JSON value whatever a python harness prints, with every executor;
-what an attempt printed is kept with it, bounded (forge.commands._stdout, forge.printed).
+what an attempt printed is kept with it, bounded (forge.commands._stdout, forge._util.printed).
 
 Each case runs ``python -m forge`` as a process: what is at stake is the process's
 descriptor 1, which an in-process run under capsys never shows.
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import search_tasks, stored_results, write_bench, write_search_bench
 
-from forge.bounds import MAX_PRINTED_CHARS
-from forge.results import SUMMARY_KEYS, load_result
+from forge._util.bounds import MAX_PRINTED_CHARS
+from forge.results.model import SUMMARY_KEYS, load_result
 
 #: Everything a harness can do to stdout: print when imported, print and write text
 #: that is not JSON in an attempt, print past the bound, write below sys.stdout (to

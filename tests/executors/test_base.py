@@ -1,4 +1,4 @@
-"""Executors as plugins (forge.executors._base): one settings model for the bench, the
+"""Executors as plugins (forge.executors.base): one settings model for the bench, the
 command line and run.json, every executor registered, option errors in one line."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import ARITH, MakeBench, assert_user_error, run_forge
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
+from forge.core.spec import Spec
 from forge.errors import BenchError, OptionError
 from forge.executors import (
     EXECUTORS,
@@ -19,7 +20,6 @@ from forge.executors import (
     RayExecutor,
     check_executor,
 )
-from forge.spec import Spec
 
 
 def test_the_three_executors_are_registered_plugins() -> None:
@@ -63,7 +63,7 @@ def test_an_unknown_executor_on_the_command_line_is_one_line(
 
 
 def test_a_journaled_executor_is_the_settings_shape(tmp_path: Path) -> None:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     launch_search(ARITH, max_steps=0, k=1, run_id="r", journals=tmp_path,
                   executor=ExecutorSettings("local", workers=2))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import MakeBench
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
 from forge.executors import ExecutorSettings
 
 THREAD_NAME = """

@@ -14,14 +14,14 @@ import pytest
 from conftest import ARITH, MakeBench
 from typer.testing import CliRunner
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
 from forge.cli import app
 from forge.errors import UserError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 from forge.executors import ExecutorSettings, WorkItem, check_executor
 from forge.executors.remote import LaneQueue
-from forge.launch import launch_search
-from forge.results import EvalResult
+from forge.results.model import EvalResult
+from forge.search.launch import launch_search
 
 ROOT = Path(__file__).resolve().parents[2]
 WALKSAT = ROOT / "benches" / "walksat"
@@ -193,8 +193,8 @@ def test_what_a_harness_prints_in_a_worker_comes_back_with_its_attempt(
 
 
 def test_an_attempt_given_up_on_keeps_what_it_printed_before() -> None:
+    from forge.core.task import Task
     from forge.executors.remote import run_item_bounded
-    from forge.task import Task
 
     def stuck(config: dict[str, Any], task: Task, ctx: Any) -> None:
         print("started", task.id)
@@ -207,7 +207,7 @@ def test_an_attempt_given_up_on_keeps_what_it_printed_before() -> None:
 
 
 def test_only_the_python_harness_leaves_the_process() -> None:
-    from forge.spec import Spec
+    from forge.core.spec import Spec
 
     with pytest.raises(UserError, match="only the 'python' harness"):
         check_executor(ExecutorSettings("process"), Spec(name="command", args={}))
@@ -303,8 +303,8 @@ def test_cancelling_stops_the_workers_and_ends_attempts_cancelled(make_bench: Ma
     import asyncio
     import threading
 
-    from forge.evaluate import evaluate_async
-    from forge.rollout import RolloutEngine
+    from forge.evaluation.evaluate import evaluate_async
+    from forge.evaluation.rollout import RolloutEngine
 
     # 4 tasks x k 20 x 0.2 s on 2 workers is 8 s of work, so the cancel at 1.5 s lands
     # mid-run on a fast machine too (with k 4, 1.6 s: one finished before the cancel).

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 from conftest import MINI_REGISTRY, REPO, run_forge, write_jsonl
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
-from forge.results import AttemptResult
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
+from forge.results.model import AttemptResult
 
 HERE = Path(__file__).resolve().parent
 

@@ -34,9 +34,9 @@ from conftest import (
     stored_results,
 )
 
-from forge.bench import load_bench
-from forge.results import load_result
-from forge.secrets import clear_secrets
+from forge.bench.loader import load_bench
+from forge.results.model import load_result
+from forge.secrets.masking import clear_secrets
 
 AGENT = str(HERE / "a2a_agent.py")
 
@@ -265,8 +265,8 @@ def test_forge_starts_the_served_agent_and_stops_it(tmp_path: Path,
 def test_a_served_agent_that_dies_is_started_again_before_the_next_batch(
         tmp_path: Path) -> None:
     need_sdk("a2a.server", "a2a")
+    from forge.evaluation.session import Session
     from forge.executors import AttemptKey, ExecutorSettings
-    from forge.session import Session
 
     pids = tmp_path / "pids"
     bench = load_bench(write_a2a_bench(tmp_path / "b", served(pids),
@@ -378,7 +378,7 @@ def test_without_the_extra_the_bench_names_the_pip_install(tmp_path: Path) -> No
 
 
 def test_forge_imports_no_protocol_sdk_until_a_bench_uses_it() -> None:
-    code = ("import sys, forge, forge.harness, forge.bench\n"
+    code = ("import sys, forge, forge.harness, forge.bench.loader\n"
             "from forge.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "

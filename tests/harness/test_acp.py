@@ -25,13 +25,13 @@ from acp_sdk import require_sdk
 from conftest import assert_user_error, run_forge, stored_text, write_jsonl
 from test_command import alive, assert_all_gone
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.evaluation.evaluate import evaluate
 from forge.harness import HARNESSES, AcpHarness, AttemptContext
 from forge.harness.acp import AcpError, AcpTimeout
-from forge.results import AttemptResult, EvalResult
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.results.model import AttemptResult, EvalResult
 
 require_sdk()
 
@@ -479,7 +479,7 @@ def test_a_missing_sdk_is_one_line_naming_the_install(tmp_path: Path, pids: Path
 
 @pytest.mark.parametrize("call", [
     "import forge", "main(['--help'])",
-    "from forge.bench import load_bench; load_bench(sys.argv[1])"],
+    "from forge.bench.loader import load_bench; load_bench(sys.argv[1])"],
     ids=["import", "help", "other-bench"])
 def test_forge_imports_the_sdk_only_for_a_bench_that_uses_it(call: str) -> None:
     other = Path(__file__).resolve().parents[1] / "benches" / "arith"

@@ -14,14 +14,14 @@ import pytest
 from ag2_support import require_ag2, tasks, write_ag2_bench
 from conftest import stored_rows
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
+from forge.core.spec import BuildContext, Spec
+from forge.core.task import Task
 from forge.errors import BenchError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 from forge.harness import HARNESSES, AttemptContext, AttemptTimeout
 from forge.harness.ag2 import Ag2Harness
-from forge.results import AttemptResult, EvalResult
-from forge.spec import BuildContext, Spec
-from forge.task import Task
+from forge.results.model import AttemptResult, EvalResult
 
 pytestmark = pytest.mark.usefixtures("_ag2")
 
@@ -275,7 +275,7 @@ def test_the_identity_names_ag2_s_version_and_follows_the_agent_s_source(
 
 
 def test_a_search_over_hostile_attempts_records_each_reason_and_goes_on(tmp_path: Path) -> None:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     bench = write_ag2_bench(
         tmp_path, {"dev": tasks("hang in a tool", "model fails", "huge answer",

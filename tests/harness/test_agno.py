@@ -17,11 +17,11 @@ need_agno()
 from agno_scripted import HUNG, write_agno_bench  # noqa: E402
 from conftest import stored_rows  # noqa: E402
 
-from forge.bench import load_bench  # noqa: E402
-from forge.evaluate import evaluate  # noqa: E402
+from forge.bench.loader import load_bench  # noqa: E402
+from forge.core.task import Task  # noqa: E402
+from forge.evaluation.evaluate import evaluate  # noqa: E402
 from forge.harness import AttemptContext, ToolCall, Usage  # noqa: E402
-from forge.results import EvalResult  # noqa: E402
-from forge.task import Task  # noqa: E402
+from forge.results.model import EvalResult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / "benches" / "agno-support"
@@ -330,7 +330,7 @@ def test_runs_on_many_event_loops_share_agno_s_cancellation_manager(tmp_path: Pa
 
 
 def test_a_search_goes_on_past_a_config_whose_agent_fails(tmp_path: Path) -> None:
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     bench_file = bench_with(tmp_path, '''
 def make_agent(config):
@@ -355,7 +355,7 @@ def test_a_search_of_the_example_bench_promotes_a_setting_that_matters(
     """benches/agno-support: its Agno agent fails refund questions at the default
     tool_call_limit of 2 (they need three tools); the search raises it, and journals
     every attempt with Agno's tool executions and token usage."""
-    from forge.launch import launch_search
+    from forge.search.launch import launch_search
 
     outcome = launch_search(SUPPORT, journals=tmp_path, run_id="support", max_steps=1,
                             patience=1, run_test=False)

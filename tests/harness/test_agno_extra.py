@@ -60,8 +60,8 @@ except SystemExit:
 def test_a_bench_of_another_kind_loads_and_runs_without_importing_agno() -> None:
     done = run_python(f"""
 import json, sys
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
 bench = load_bench({str(ARITH)!r})
 assert evaluate(bench, bench.defaults, k=1).n_scored > 0
 {IMPORTED}

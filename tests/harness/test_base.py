@@ -1,4 +1,4 @@
-"""The harness protocol (forge.harness._base): ``RunOutput.coerce`` turns what a harness
+"""The harness protocol (forge.harness.base): ``RunOutput.coerce`` turns what a harness
 returned into a checked output, or says in one line what is wrong with it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from forge.bounds import MAX_METRIC, MAX_OUTPUT_BYTES
+from forge._util.bounds import MAX_METRIC, MAX_OUTPUT_BYTES
 from forge.harness import RunOutput
 
 

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 from conftest import MINI_REGISTRY, assert_user_error, run_forge, stored_text, write_jsonl
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.core.spec import BuildContext
+from forge.core.task import Task
+from forge.evaluation.evaluate import evaluate
 from forge.harness import HARNESSES, AttemptContext, CommandHarness
-from forge.results import AttemptResult, EvalResult
-from forge.spec import BuildContext
-from forge.task import Task
+from forge.results.model import AttemptResult, EvalResult
 
 #: Put at the top of every child script: ``leave_grandchild()`` starts a process in the
 #: child's group that sleeps for 600 s (ignoring SIGTERM if asked) and records both pids.

@@ -13,11 +13,11 @@ import pytest
 from conftest import assert_user_error, run_forge
 from http_service import Behaviour, HarnessService, write_http_bench
 
-from forge.bench import load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
 from forge.harness import HARNESSES, HttpHarness
-from forge.results import AttemptResult, EvalResult, load_result
-from forge.secrets import clear_secrets
+from forge.results.model import AttemptResult, EvalResult, load_result
+from forge.secrets.masking import clear_secrets
 
 TOKEN_ENV = "FORGE_TEST_HTTP_TOKEN"
 
@@ -307,7 +307,7 @@ def test_identity_names_headers_and_variables_never_values(
 
 def test_registered_with_url_shorthand() -> None:
     assert "http" in HARNESSES.names()
-    from forge.spec import BuildContext
+    from forge.core.spec import BuildContext
 
     ctx = BuildContext(base_dir=Path.cwd(), field="harness")
     spec = HARNESSES.parse({"http": "http://127.0.0.1:9/run"}, ctx)

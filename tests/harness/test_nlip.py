@@ -31,8 +31,8 @@ from conftest import (
     stored_results,
 )
 
-from forge.results import load_result
-from forge.secrets import clear_secrets
+from forge.results.model import load_result
+from forge.secrets.masking import clear_secrets
 
 AGENT = str(HERE / "nlip_agent.py")
 

@@ -26,14 +26,14 @@ from openai_server import (
     tool_calls,
 )
 
-from forge.bench import Bench, load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import Bench, load_bench
+from forge.core.spec import BuildContext, Spec
+from forge.core.task import Task
+from forge.evaluation.evaluate import evaluate
 from forge.harness import HARNESSES, AttemptContext, OpenAIHarness, ToolCall
-from forge.harness._tools import tool_from_function
-from forge.results import AttemptResult, EvalResult
-from forge.secrets import MASK, clear_secrets
-from forge.spec import BuildContext, Spec
-from forge.task import Task
+from forge.harness.tools import tool_from_function
+from forge.results.model import AttemptResult, EvalResult
+from forge.secrets.masking import MASK, clear_secrets
 
 ROOT = Path(__file__).resolve().parents[2]
 MATH = ROOT / "benches" / "openai-math"

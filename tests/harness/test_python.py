@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import MakeBench, line_of
 
-from forge.bench import Bench, load_bench
+from forge.bench.loader import Bench, load_bench
 from forge.errors import BenchError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 from forge.harness.python import import_target
-from forge.results import AttemptResult, EvalResult, save_result
+from forge.results.model import AttemptResult, EvalResult, save_result
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from conftest import assert_user_error, forget_bench_harness, run_forge, run_forge_json
 
+from forge.config.registry import load_config, load_registry
 from forge.errors import JournalError
 from forge.journal.records import (
     CandidateRecord,
@@ -40,9 +41,8 @@ from forge.journal.records import (
     StartRecord,
     TestRecord,
 )
-from forge.launch import resume_search
-from forge.registry import load_config, load_registry
-from forge.review import STEP_KEYS, load_run_records
+from forge.journal.review import STEP_KEYS, load_run_records
+from forge.search.launch import resume_search
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BENCH = DATA / "verdicts"

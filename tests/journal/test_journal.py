@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from forge.bench import BudgetSettings
+from forge.bench.loader import BudgetSettings
+from forge.config.moves import Move
 from forge.errors import UserError
 from forge.journal import (
     JOURNAL_FORMAT_VERSION,
@@ -24,8 +25,7 @@ from forge.journal import (
 )
 from forge.journal.records import CandidateRecord, Gate, StartRecord, StopRecord
 from forge.journal.run import RUN_FORMAT_VERSION
-from forge.moves import Move
-from forge.secrets import clear_secrets, register_secret
+from forge.secrets.masking import clear_secrets, register_secret
 
 MOVE = Move(target="k", before=1, after=2)
 

@@ -18,9 +18,9 @@ from conftest import assert_user_error, forget_bench_harness, run_forge, run_for
 
 from forge.journal import lock_run
 from forge.journal.prune import PRUNED_FILE, load_pruned
+from forge.journal.review import load_run_records
 from forge.journal.store import PLAIN_STORE_FILE, STORE_FILE, attempt_line, read_attempts
 from forge.report.html import render_html
-from forge.review import load_run_records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BENCH = DATA / "verdicts"

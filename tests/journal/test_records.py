@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from forge.config.moves import Move
 from forge.errors import JournalError
 from forge.journal import read_journal, read_records
 from forge.journal.records import (
@@ -32,7 +33,6 @@ from forge.journal.records import (
     ValBlock,
     parse_record,
 )
-from forge.moves import Move
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "journal_v1" / "verdicts"
 MOVE = Move(target="knob", before=2, after=3)

@@ -13,9 +13,9 @@ from conftest import ARITH
 from forge.errors import JournalError
 from forge.harness import RunOutput
 from forge.journal.store import STORE_FILE, AttemptStore, attempt_line, read_attempts, store_file
-from forge.launch import launch_search
-from forge.results import AttemptResult, StopReason
+from forge.results.model import AttemptResult, StopReason
 from forge.scorers import Score
+from forge.search.launch import launch_search
 
 
 def att(task: str, i: int, stop: StopReason = "completed", value: float = 1.0

@@ -10,11 +10,11 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from forge.config.moves import Move, apply_move, candidate_moves
+from forge.config.registry import Config, Registry
 from forge.harness import RunOutput
-from forge.moves import Move, apply_move, candidate_moves
 from forge.proposers import EvaluatedConfig, Proposal, SearchView
-from forge.registry import Config, Registry
-from forge.results import AttemptResult, StopReason
+from forge.results.model import AttemptResult, StopReason
 
 
 def make_registry(settings: Mapping[str, Any], hints: Mapping[str, Any] | None = None,

@@ -6,8 +6,8 @@ import random
 
 from proposer_helpers import assert_legal, attempt, key, mixed_registry, random_config, view
 
+from forge.config.registry import Registry
 from forge.proposers import AutoProposer, Proposer
-from forge.registry import Registry
 
 HINTS = {
     "iteration_cap_hit": {"x": "up"},

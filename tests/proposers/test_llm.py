@@ -25,12 +25,12 @@ from openai_server import Reply, ScriptedOpenAI, malformed, reply, status, tool_
 from proposer_helpers import attempt, make_registry, mixed_registry, view
 
 from forge.journal.records import AnyRecord
-from forge.launch import launch_search
 from forge.proposers import EvaluatedConfig, LLMProposer, build_proposer
 from forge.proposers.llm import CACHE_FILE
-from forge.results import AttemptResult
-from forge.scorers._base import Score
-from forge.secrets import clear_secrets
+from forge.results.model import AttemptResult
+from forge.scorers.base import Score
+from forge.search.launch import launch_search
+from forge.secrets.masking import clear_secrets
 
 MODEL = "scripted-model"
 SEED = 7

@@ -23,9 +23,9 @@ from proposer_helpers import (
     view,
 )
 
-from forge.moves import Move, apply_move, candidate_moves, neighbourhood
+from forge.config.moves import Move, apply_move, candidate_moves, neighbourhood
+from forge.config.registry import Config, Registry
 from forge.proposers import OptunaProposer, Proposal, Proposer, SearchView, build_proposer
-from forge.registry import Config, Registry
 
 
 def observations(registry: Registry, seed: int, n: int,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from proposer_helpers import mixed_registry
 
+from forge.core.spec import BuildContext, Spec
 from forge.errors import BenchError, UserError
 from forge.proposers import (
     PROPOSERS,
@@ -18,7 +19,6 @@ from forge.proposers import (
     SweepProposer,
     build_proposer,
 )
-from forge.spec import BuildContext, Spec
 
 
 def test_every_proposer_is_registered() -> None:

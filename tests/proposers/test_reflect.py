@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from proposer_helpers import assert_legal, attempt, key, make_registry, view
 
-from forge.moves import Move, candidate_moves, neighbourhood
+from forge.config.moves import Move, candidate_moves, neighbourhood
+from forge.config.registry import Registry
 from forge.proposers import Proposer, ReflectProposer
 from forge.proposers.reflect import count_signals, hinted_move
-from forge.registry import Registry
 
 SETTINGS: dict[str, Any] = {
     "max_iterations": {"type": "int", "min": 1, "max": 8, "step": 1, "default": 2},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proposer_helpers import assert_legal, key, mixed_registry, view
 
-from forge.moves import neighbourhood
+from forge.config.moves import neighbourhood
 from forge.proposers import Proposer, SweepProposer
 
 

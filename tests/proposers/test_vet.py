@@ -15,11 +15,11 @@ from typing import Any
 from conftest import COIN_HARNESS, search_tasks, write_search_bench
 from proposer_helpers import mixed_registry, view
 
-from forge.bench import BudgetSettings, load_bench
-from forge.moves import Move
+from forge.bench.loader import BudgetSettings, load_bench
+from forge.config.moves import Move
+from forge.config.registry import Config
 from forge.proposers import Proposal, Proposer, SearchView
-from forge.proposers._vet import offered
-from forge.registry import Config
+from forge.proposers.vet import offered
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 

@@ -26,17 +26,17 @@ from conftest import search_tasks, write_search_bench
 from rich.console import Console
 
 from forge.cli import main
-from forge.failures import FailureTally
+from forge.config.moves import Move
+from forge.config.registry import Registry, load_registry
+from forge.evaluation.session import Session
 from forge.journal.records import ProposalInvalidRecord, TestRecord, UnscoredCounts
-from forge.launch import launch_search
-from forge.moves import Move
-from forge.registry import Registry, load_registry
 from forge.report.live import SearchView, clock, live_progress, render_progress
-from forge.results import AttemptResult
+from forge.results.failures import FailureTally
+from forge.results.model import AttemptResult
 from forge.scorers import Score
 from forge.search.attempt_cache import Rollouts
+from forge.search.launch import launch_search
 from forge.search.progress import SearchProgress
-from forge.session import Session
 from forge.stats.paired import Interval
 
 # A dev-only gain (knob 3: val refuses it), a real one (boost) and a costly one (knob 1):

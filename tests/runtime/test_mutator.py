@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from forge.config.moves import Move
+from forge.config.registry import Registry, same_value
 from forge.errors import OptionError, RuntimeMutatorError, UserError
-from forge.moves import Move
-from forge.registry import Registry, same_value
 from forge.runtime import (
     RuntimeDecision,
     RuntimeEndRecord,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from forge.harness._base import AttemptContext, RunOutput
+from forge.harness.base import AttemptContext, RunOutput
 from forge.harness.python import import_target
 from forge.runtime import read_runtime_journal, summarize_runtime_journal
 
@@ -121,7 +121,7 @@ def harness_run() -> Iterator[Any]:
 
 
 def _attempts(run: Any, n: int = 40) -> list[tuple[RunOutput, dict[str, Any]]]:
-    from forge.bench import load_bench
+    from forge.bench.loader import load_bench
 
     bench = load_bench(BENCH)
     out = []
@@ -145,7 +145,7 @@ def test_observe_outputs_equal_off_outputs_attempt_by_attempt(
 
 def test_act_notes_its_moves_and_leaves_the_callers_config_alone(
         harness_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from forge.bench import load_bench
+    from forge.bench.loader import load_bench
 
     monkeypatch.setenv("FORGE_RUNTIME_MODE", "act")
     monkeypatch.setenv("FORGE_RUNTIME_JOURNAL", str(tmp_path / "j.jsonl"))

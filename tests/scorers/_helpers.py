@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from forge.core.spec import BuildContext
+from forge.core.task import ExpectedTool, Task
 from forge.harness import RunOutput, ToolCall
 from forge.scorers import SCORERS, Score, Scorer
-from forge.spec import BuildContext
-from forge.task import ExpectedTool, Task
 
 Build = Callable[[Any], Scorer]
 WriteModule = Callable[[str, str], Path]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from forge.core.spec import BuildContext
 from forge.scorers import SCORERS, Scorer
-from forge.spec import BuildContext
 
 from ._helpers import Build, WriteModule
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from ag2_support import require_ag2, tasks, write_ag2_bench
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
+from forge.core.task import Task
 from forge.errors import BenchError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 from forge.harness import RunOutput, ToolCall, Usage
 from forge.scorers import Ag2Scorer
-from forge.task import Task
 
 from ._helpers import Build, WriteModule, judge, out
 

@@ -11,12 +11,12 @@ need_agno()
 
 from agno_scripted import write_agno_bench  # noqa: E402
 
-from forge.bench import load_bench  # noqa: E402
+from forge.bench.loader import load_bench  # noqa: E402
+from forge.core.task import Task  # noqa: E402
 from forge.errors import BenchError  # noqa: E402
-from forge.evaluate import evaluate  # noqa: E402
+from forge.evaluation.evaluate import evaluate  # noqa: E402
 from forge.harness import RunOutput, ToolCall, Usage  # noqa: E402
 from forge.scorers.agno import AgnoScorer  # noqa: E402
-from forge.task import Task  # noqa: E402
 
 from ._helpers import Build, WriteModule, judge  # noqa: E402
 

@@ -23,14 +23,14 @@ from conftest import MakeBench, assert_user_error, run_forge
 from openai_server import Reply, malformed, reply, status
 
 import forge.scorers.judge as judge_module
-from forge.bench import load_bench
-from forge.bounds import MAX_JUDGED_CHARS
+from forge._util.bounds import MAX_JUDGED_CHARS
+from forge.bench.loader import load_bench
+from forge.core.task import Task
 from forge.errors import BenchError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 from forge.llm.client import BASE_URL_ENV, MODEL_ENV
 from forge.scorers import JudgeScorer, Score
 from forge.scorers.judge import parse_reply
-from forge.task import Task
 
 from ._helpers import Build, judge, out
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from forge.core.spec import BuildContext, Spec
 from forge.errors import BenchError
 from forge.scorers import SCORERS, Scorer, build_scorer, parse_scorer
-from forge.spec import BuildContext, Spec
 
 from ._helpers import Build, WriteModule
 
@@ -114,7 +114,7 @@ def test_digest_is_stable_across_rebuilds_and_processes(build: Build, tmp_path: 
     assert build(value).digest == here
     # A fresh interpreter with another hash seed must agree: digests go into saved results.
     script = ("import json, sys; from pathlib import Path; "
-              "from forge.scorers import SCORERS; from forge.spec import BuildContext; "
+              "from forge.scorers import SCORERS; from forge.core.spec import BuildContext; "
               "ctx = BuildContext(base_dir=Path(sys.argv[1])); "
               "print(SCORERS.build(SCORERS.parse(json.loads(sys.argv[2]), ctx), ctx).digest)")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from conftest import TWO_REGISTRY, TWO_SIZES, search_tasks, write_search_bench
 
-from forge.bench import Bench, BudgetSettings, load_bench
+from forge.bench.loader import Bench, BudgetSettings, load_bench
+from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings
 from forge.proposers import SweepProposer
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
-from forge.session import Session
 
 #: Keys of a record that differ between two runs of the same search: the clock.
 VOLATILE = {"at", "elapsed_s"}

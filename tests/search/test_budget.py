@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from forge.bench import BudgetSettings
+from forge.bench.loader import BudgetSettings
 from forge.search.attempt_cache import Rollouts
 from forge.search.budget import Budget
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import search_tasks, stored_rows, write_search_bench
 from scipy.stats import binom
 
-from forge.bench import BudgetSettings, load_bench
+from forge.bench.loader import BudgetSettings, load_bench
 from forge.proposers import SweepProposer
 from forge.search.confirm import EXTENSION_SHARE
 from forge.search.loop import Search

@@ -30,15 +30,15 @@ from conftest import (
 )
 from rich.console import Console
 
-from forge.bench import BudgetSettings, load_bench
+from forge.bench.loader import BudgetSettings, load_bench
+from forge.config.moves import Move
+from forge.config.registry import Config
 from forge.journal.records import CandidateRecord, parse_record
-from forge.launch import launch_search, resume_search
-from forge.moves import Move
 from forge.proposers import Proposal, Proposer
 from forge.proposers import SearchView as ProposerView
-from forge.registry import Config
 from forge.report.live import SearchView
 from forge.search.deferral import Deferrals, confirmation_cost
+from forge.search.launch import launch_search, resume_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 from forge.search.outcome import SearchOutcome

@@ -17,7 +17,7 @@ from typing import Any
 
 from conftest import run_forge, search_tasks, write_search_bench
 
-from forge.launch import launch_search
+from forge.search.launch import launch_search
 
 REGISTRY = """\
 name: bot

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from forge.bench import MetricSpec
-from forge.results import AttemptResult, TaskAttempts
+from forge.bench.loader import MetricSpec
+from forge.results.model import AttemptResult, TaskAttempts
 from forge.scorers import Score
 from forge.search.confirm_outcome import (
     ConfirmOutcome,

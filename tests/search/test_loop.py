@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from conftest import read_calls, search_tasks, write_search_bench
 
-from forge.bench import BudgetSettings, load_bench
+from forge.bench.loader import BudgetSettings, load_bench
 from forge.cli import main
+from forge.config.moves import Move
+from forge.config.registry import Config
 from forge.journal.records import AnyRecord
-from forge.launch import launch_search
-from forge.moves import Move
 from forge.proposers import Proposal, Proposer, SearchView
-from forge.registry import Config
+from forge.search.launch import launch_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 from forge.search.outcome import STOP_TEXT, SearchOutcome
@@ -713,7 +713,7 @@ def test_a_search_of_2000_settings_fingerprints_the_configs_it_screens_not_each_
     # counted here (every config fingerprint and registry digest goes through
     # registry.digest_of), and stopped at once past the count, so a regression fails
     # in seconds rather than running for minutes.
-    import forge.registry
+    import forge.config.registry
 
     n = 2000
     kinds = ["{type: int, min: 0, max: 10, default: 5}",
@@ -729,7 +729,7 @@ def run(config, task, ctx):
 """, registry=registry, tasks=search_tasks(12, 6, 6), k=2)
     limit = 100
     counted = 0
-    digest_of = forge.registry.digest_of
+    digest_of = forge.config.registry.digest_of
 
     def counting(value: Any) -> str:
         nonlocal counted
@@ -738,7 +738,7 @@ def run(config, task, ctx):
             raise _TooManyFingerprints(f"more than {limit} fingerprints")
         return digest_of(value)
 
-    monkeypatch.setattr(forge.registry, "digest_of", counting)
+    monkeypatch.setattr(forge.config.registry, "digest_of", counting)
     outcome = search(bench, tmp_path, proposer="auto", max_steps=1)
     screened = {r["candidate"] for r in candidates(outcome) if r.get("candidate")}
     assert len(screened) >= 4  # the step's candidates, each run on its first chunk

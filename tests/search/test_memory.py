@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.moves import Move
+from forge.config.moves import Move
 from forge.search.memory import MoveMemory, MoveNote, move_key
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64  # incumbents' fingerprints, in the order they came

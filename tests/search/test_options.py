@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from forge.bench import BudgetSettings
+from forge.bench.loader import BudgetSettings
 from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.journal import RunOptions

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from forge.moves import Move
-from forge.registry import Registry
+from forge.config.moves import Move
+from forge.config.registry import Registry
 from forge.search.places import Places
 
 REGISTRY = Registry.model_validate({"name": "t", "settings": {

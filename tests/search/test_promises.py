@@ -30,15 +30,15 @@ from conftest import COSTLY_BOOST, read_calls, search_tasks, write_search_bench
 from rich.console import Console
 from scipy import stats as st
 
-from forge.bench import Bench, BudgetSettings, load_bench
-from forge.evaluate import evaluate
+from forge.bench.loader import Bench, BudgetSettings, load_bench
+from forge.config.moves import Move, candidate_moves
+from forge.config.registry import Config
+from forge.evaluation.evaluate import evaluate
 from forge.journal.records import parse_record
-from forge.launch import launch_search
-from forge.moves import Move, candidate_moves
 from forge.proposers import Proposal, Proposer, SweepProposer
 from forge.proposers import SearchView as ProposerView
-from forge.registry import Config
 from forge.report.live import SearchView
+from forge.search.launch import launch_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 from forge.search.outcome import SearchOutcome

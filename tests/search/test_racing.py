@@ -16,10 +16,11 @@ import pytest
 from conftest import read_calls, search_tasks, write_search_bench
 
 import forge.search.racing
-from forge.bench import Bench, BudgetSettings, load_bench
+from forge.bench.loader import Bench, BudgetSettings, load_bench
+from forge.config.registry import Config
+from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
-from forge.registry import Config
 from forge.search.attempt_cache import Fetch, Rollouts, drive
 from forge.search.budget import Budget
 from forge.search.racing import (
@@ -30,7 +31,6 @@ from forge.search.racing import (
     no_worse,
     race,
 )
-from forge.session import Session
 from forge.stats.paired import paired_test
 
 K = 2

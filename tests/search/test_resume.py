@@ -35,7 +35,7 @@ SEED = 7
 #: rollout budget (BUDGET) the journal holds refusals, two promotions and a candidate
 #: whose screening the budget cut short.
 HARNESS = f"""
-from forge.rollout import derive_seed
+from forge.evaluation.rollout import derive_seed
 
 
 def run(config, task, ctx):

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from conftest import COIN_HARNESS, TWO_REGISTRY, TWO_SIZES, search_tasks, write_search_bench
 
-from forge.bench import BudgetSettings, load_bench
-from forge.launch import launch_search, resume_search
-from forge.moves import Move
+from forge.bench.loader import BudgetSettings, load_bench
+from forge.config.moves import Move
+from forge.config.registry import Config
 from forge.proposers import Proposal, Proposer, ReflectProposer, SearchView, SweepProposer
-from forge.registry import Config
+from forge.search.launch import launch_search, resume_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 from forge.search.outcome import SearchOutcome

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import answered, open_session, search_tasks, write_search_bench
 
-from forge.bench import Bench, BudgetSettings, load_bench
+from forge.bench.loader import Bench, BudgetSettings, load_bench
+from forge.config.registry import Config
+from forge.evaluation.session import Session
 from forge.journal.store import AttemptStore
-from forge.registry import Config
 from forge.search.attempt_cache import RolloutRequest, Rollouts
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.search.gates import UnscoredGate
-from forge.session import Session
 from forge.stats.unscored import FailurePairs
 
 K = 2

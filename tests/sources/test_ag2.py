@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from ag2_support import require_ag2, tasks, write_ag2_bench
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
 from forge.errors import BenchError
-from forge.evaluate import evaluate
+from forge.evaluation.evaluate import evaluate
 
 SUITES = """
 from ag2.eval import Suite

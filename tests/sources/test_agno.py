@@ -10,9 +10,9 @@ from agno_needed import need_agno
 
 need_agno()
 
-from forge.bench import load_bench  # noqa: E402
+from forge.bench.loader import load_bench  # noqa: E402
+from forge.core.task import ExpectedTool  # noqa: E402
 from forge.errors import BenchError  # noqa: E402
-from forge.task import ExpectedTool  # noqa: E402
 
 ENVS = '''
 from agno.agent import Agent

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from forge.bench import load_bench
+from forge.bench.loader import load_bench
+from forge.core.spec import BuildContext
 from forge.errors import BenchError
 from forge.sources import SOURCES, TaskSource
-from forge.spec import BuildContext
 
 
 class _Counted(BaseModel):

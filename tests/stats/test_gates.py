@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from forge.bench import Bench, MetricSpec
-from forge.compare import diff_results
-from forge.evaluate import evaluate
-from forge.results import AttemptResult, StopReason, TaskAttempts
+from forge.bench.loader import Bench, MetricSpec
+from forge.evaluation.evaluate import evaluate
+from forge.results.compare import diff_results
+from forge.results.model import AttemptResult, StopReason, TaskAttempts
 from forge.scorers import Score
 from forge.stats.gates import (
     aux_text,

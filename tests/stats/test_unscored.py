@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
-from forge.results import AttemptResult, StopReason, TaskAttempts
-from forge.scorers._base import Score
+from forge.results.model import AttemptResult, StopReason, TaskAttempts
+from forge.scorers.base import Score
 from forge.stats.gates import score_deltas, score_pairs, unscored_check
 from forge.stats.unscored import SPARSE_TASKS, failure_increase, failure_pairs
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forge._files import atomic_write_text
+from forge._util.files import atomic_write_text
 from forge.report.html._data import Incumbent, RunReport, ZoneTask, load_report
 from forge.report.html._page import render_page
-from forge.secrets import redact
+from forge.secrets.masking import redact
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "render_html", "write_html"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
+from forge.config.moves import Move
 from forge.journal.records import CandidateRecord, PairedStats, SplitDelta, TestRecord
-from forge.moves import Move
 from forge.report.html._data import Incumbent, RunReport, number
 from forge.report.html._svg import (
     COLORS,

@@ -1,6 +1,6 @@
 """What the HTML report shows, read from a run folder: ``run.json``, the journal, and
 the attempt store (read once: the per-step scores, every config's unscored attempts
-(:mod:`forge.review_failures`) and the viewer's answers (:mod:`._viewer`) from the
+(:mod:`forge.journal.review_failures`) and the viewer's answers (:mod:`._viewer`) from the
 same pass).
 
 The journal says what was decided; the attempt store says how well each incumbent
@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forge.config.moves import Move
 from forge.errors import JournalError
 from forge.journal import RunInfo
 from forge.journal.records import (
@@ -28,6 +29,8 @@ from forge.journal.records import (
     StopRecord,
     TestRecord,
 )
+from forge.journal.review import load_run_records
+from forge.journal.review_failures import FailureCounter, RunFailures, kept_failures
 from forge.journal.store import (
     StoredAttempt,
     read_attempts,
@@ -36,10 +39,7 @@ from forge.journal.store import (
     review_test_k,
     store_file,
 )
-from forge.moves import Move
 from forge.report.html._viewer import ViewerData
-from forge.review import load_run_records
-from forge.review_failures import FailureCounter, RunFailures, kept_failures
 from forge.stats.paired import Interval, mean_interval
 
 __all__ = ["Incumbent", "RunReport", "ZoneTask", "load_report", "number"]

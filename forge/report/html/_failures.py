@@ -6,20 +6,20 @@ on its hard tasks can look better than one that answers them wrongly: the page s
 beside each decision how many of the candidate's attempts went unscored and how many
 of the incumbent's on the same seeds, lists each config's reasons with a count and an
 example (task, attempt, message), and names the test tasks a config never scored.
-The data is :mod:`forge.review_failures`' and the test record's; everything a harness
-wrote is redacted and cut (:func:`forge.secrets.clip`) and HTML-escaped.
+The data is :mod:`forge.journal.review_failures`' and the test record's; everything a harness
+wrote is redacted and cut (:func:`forge.secrets.masking.clip`) and HTML-escaped.
 """
 
 from __future__ import annotations
 
-from forge._show import printable
+from forge._text import printable
 from forge.journal.records import CandidateRecord, TestRecord, UnscoredCounts
+from forge.journal.review_failures import ConfigFailures
 from forge.report.failures import left_out_lines
 from forge.report.html._charts import move_text
 from forge.report.html._data import RunReport
 from forge.report.html._svg import esc
-from forge.review_failures import ConfigFailures
-from forge.secrets import clip
+from forge.secrets.masking import clip
 
 __all__ = ["failures_section", "left_out_html", "unscored_cell"]
 

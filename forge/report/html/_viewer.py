@@ -8,8 +8,8 @@ configs is the same seed, side by side. Per task the page shows a bounded sample
 :data:`SAMPLE` attempts: first those whose outcome differs between the two configs
 (passed, failed, unscored), then the lowest indices; each answer cut to
 :data:`ANSWER_CHARS` characters after its secrets are redacted
-(:func:`forge.secrets.clip`), every control character shown as its escape
-(:func:`forge._show.printable`) and the whole HTML-escaped: whatever a harness wrote
+(:func:`forge.secrets.masking.clip`), every control character shown as its escape
+(:func:`forge._util.show.printable`) and the whole HTML-escaped: whatever a harness wrote
 is text on this page, never markup. A task *changed* when its pass rate or its count
 of unscored attempts differs between the two; a checkbox (the page's small script)
 shows those alone. At most :data:`MAX_TASKS` tasks a split are shown, the changed
@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from forge._show import preview, printable
-from forge.failures import unscored_label
+from forge._text import printable
+from forge._util.show import preview
 from forge.journal.store import StoredAttempt
 from forge.report.html._svg import esc
-from forge.results import AttemptResult
-from forge.secrets import clip
+from forge.results.failures import unscored_label
+from forge.results.model import AttemptResult
+from forge.secrets.masking import clip
 
 __all__ = ["ANSWER_CHARS", "MAX_TASKS", "SAMPLE", "Answer", "TaskView", "ViewerData",
            "viewer_section"]
@@ -49,7 +50,7 @@ class Answer:
     #: ``passed``, ``failed`` or ``unscored``.
     outcome: str
     score: float | None
-    #: Why it went unscored (:func:`forge.failures.unscored_label`); None when scored.
+    #: Why it went unscored (:func:`forge.results.failures.unscored_label`); None when scored.
     reason: str | None
     text: str
 
@@ -142,7 +143,7 @@ def _answer(a: AttemptResult) -> Answer:
 
 
 def _shown(text: str) -> str:
-    """Redacted, then cut (:func:`forge.secrets.clip`), every control character but the
+    """Redacted, then cut (:func:`forge.secrets.masking.clip`), every control character but the
     line breaks shown as its escape."""
     cut = clip(text, ANSWER_CHARS)
     return "\n".join(printable(line) for line in cut.split("\n"))

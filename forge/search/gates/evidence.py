@@ -1,6 +1,6 @@
 """The evidence a gate reads: two configs' attempts paired on shared (task, seed) keys.
 
-Score pairs are formed by :func:`~forge.results.paired_outcomes`, a failure on one
+Score pairs are formed by :func:`~forge.results.model.paired_outcomes`, a failure on one
 side being that side's loss (:func:`~forge.stats.gates.score_deltas`); a task with no
 pair is left out, never counted as zero. Each reading is
 computed once, when a gate first asks for it.
@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from forge.bench import MetricSpec
-from forge.results import TaskAttempts
+from forge.bench.loader import MetricSpec
+from forge.results.model import TaskAttempts
 from forge.stats.gates import paired_regressions, regressions, score_deltas, score_pairs
 
 __all__ = ["PairedScores", "Regressions"]

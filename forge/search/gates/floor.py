@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from forge.results import TaskAttempts
+from forge.results.model import TaskAttempts
 from forge.stats.gates import GateResult, floor_gate
 
 __all__ = ["FloorGate", "SplitPair"]

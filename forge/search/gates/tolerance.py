@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from scipy import stats as _st
 
-from forge.bench import MetricSpec
+from forge.bench.loader import MetricSpec
 from forge.search.gates.base import Details, SequentialGate, Verdict
 from forge.search.gates.evidence import Regressions
 from forge.search.gates.tolerance_tests import (

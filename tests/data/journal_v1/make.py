@@ -26,8 +26,8 @@ sys.path.insert(0, str(TESTS))
 
 from openai_server import ScriptedOpenAI, reply  # noqa: E402
 
-from forge.launch import launch_search  # noqa: E402
-from forge.moves import Move  # noqa: E402
+from forge.search.launch import launch_search  # noqa: E402
+from forge.config.moves import Move  # noqa: E402
 
 BENCH = TESTS / "data" / "verdicts"
 RUN = "verdicts"

@@ -22,12 +22,12 @@ import pytest
 from conftest import PARTLY_FAILING, stored_rows, write_search_bench
 from test_html import chromium, headless, probed_report
 
+from forge.journal.review import load_run_records
 from forge.journal.store import store_bytes
-from forge.launch import launch_search
 from forge.report.html import load_report, render_html
 from forge.report.html._viewer import SAMPLE
-from forge.review import load_run_records
-from forge.secrets import MASK, clear_secrets, register_secret
+from forge.search.launch import launch_search
+from forge.secrets.masking import MASK, clear_secrets, register_secret
 
 NEVER_SCORED = [f"test-{i:02d}" for i in range(30) if i % 10 in (3, 7)]
 

@@ -29,9 +29,9 @@ from conftest import COSTLY_BOOST, readable_bytes, search_tasks, write_search_be
 from forge.cli import main
 from forge.errors import JournalError
 from forge.journal.store import AttemptStore, store_file
-from forge.launch import launch_search
 from forge.report.html import load_report, render_html, write_html
 from forge.report.html._svg import COLORS
+from forge.search.launch import launch_search
 
 BOOST = COSTLY_BOOST
 METRICS = {"cost": {"direction": "lower", "max_increase": 0.25, "relative": True}}
