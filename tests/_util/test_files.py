@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import forge
-from forge import _files
+from forge._util import files as _files
 from forge._util.files import (
     YamlDocument,
     atomic_write_text,

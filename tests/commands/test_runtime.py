@@ -13,7 +13,7 @@ from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
 
 from forge.bench.loader import load_bench
-from forge.commands import _common
+from forge.commands import common as _common
 from forge.config.moves import Move
 from forge.config.registry import Registry, load_registry
 from forge.runtime import RuntimeMutator, runtime_first_moves

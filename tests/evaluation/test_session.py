@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 from conftest import ARITH, MakeBench
 
-from forge import session as session_module
+from forge.evaluation import session as session_module
 from forge.bench.loader import load_bench
 from forge.errors import OptionError
 from forge.evaluation.evaluate import evaluate

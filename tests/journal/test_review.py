@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import ARITH, write_search_bench
 
-from forge import review
+from forge.journal import review
 from forge.bench.loader import BudgetSettings
 from forge.errors import JournalError
 from forge.journal import RunInfo, RunOptions, write_run
