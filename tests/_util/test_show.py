@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from forge._util.show import preview, printable, short
+from forge._text import printable
+from forge._util.show import preview, short
 from forge.secrets.masking import clear_secrets, register_secret
 
 
