@@ -34,7 +34,7 @@ import pytest
 from forge.cli import main
 from forge.search.launch import launch_search
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SEED = 20261130
 #: Cases per run of the suite, and the time each may take (a slow, shared 2-core CI
 #: machine included). Measured: README, "Bounds".

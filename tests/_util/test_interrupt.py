@@ -28,7 +28,7 @@ from conftest import search_tasks, stored_rows, write_search_bench
 from forge._util.interrupt import Interrupted, RunInterrupted, cancelling, handling
 from forge.cli import main
 
-REAPER = Path(__file__).with_name("reaper.py")
+REAPER = Path(__file__).resolve().parents[1] / "reaper.py"
 SEED = 11
 #: Two steps of one candidate each: the least that has decisions to reproduce.
 SEARCH = ["--proposer", "sweep", "--candidates", "1"]

@@ -33,7 +33,7 @@ from forge.journal.jsonl import read_jsonl_tolerant
 from forge.results.model import save_result
 from forge.search.launch import launch_search
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NO_TASK = "__no_such_task__"
 
 # -- the parser --------------------------------------------------------------------------

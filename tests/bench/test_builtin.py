@@ -14,7 +14,7 @@ from forge.bench.loader import Bench, load_bench
 from forge.errors import BenchError
 from forge.evaluation.evaluate import evaluate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted([*ROOT.glob("benches/*/bench.yaml"), *ROOT.glob("tests/benches/*/bench.yaml")])
 
 

@@ -19,7 +19,7 @@ from forge.executors import EXECUTORS
 from forge.harness import HARNESSES
 from forge.scorers import SCORERS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BENCHES = sorted(p for pattern in ("benches/*/bench.yaml", "tests/benches/*/bench.yaml",
                                    "benchmarks/benches/*/bench.yaml",
                                    "tests/data/**/bench.yaml")

@@ -7,7 +7,7 @@ import random
 
 import pytest
 from scipy import stats
-from test_cigate import Outcomes, make_result
+from ci.test_baseline import Outcomes, make_result
 
 from forge.ci.unscored import (
     ShareSide,

@@ -11,7 +11,7 @@ import pytest
 from conftest import PARTLY_FAILING, assert_user_error, stored_rows, write_search_bench
 from conftest import run_forge as forge
 from conftest import run_forge_json as forge_json
-from test_review import CUT_AFTER, make_runs, write_fake_run
+from journal.test_review import CUT_AFTER, make_runs, write_fake_run
 
 from forge.journal.review import STEP_KEYS, load_run_records, step_records
 from forge.search.launch import launch_search

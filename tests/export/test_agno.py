@@ -23,7 +23,7 @@ from forge.bench.loader import load_bench  # noqa: E402
 from forge.evaluation.evaluate import evaluate  # noqa: E402
 from forge.results.model import EvalResult, save_result  # noqa: E402
 
-SUPPORT = Path(__file__).resolve().parents[1] / "benches" / "agno-support"
+SUPPORT = Path(__file__).resolve().parents[2] / "benches" / "agno-support"
 #: Enough dev tasks for every kind of question, few enough to take a second.
 TASK_IDS = ["return-A1003", "refund-A1004", "status-A1008", "refund-A1012", "status-A1011",
             "return-A1016", "refund-A1020", "status-A1023"]

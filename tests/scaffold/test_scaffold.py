@@ -78,7 +78,7 @@ def test_the_init_guide_shows_what_forge_init_prints(capsys: pytest.CaptureFixtu
     monkeypatch.chdir(tmp_path)
     code, out, _ = forge(capsys, "init", "my-bench")
     assert code == 0
-    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "init.md").read_text()
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "init.md").read_text()
     shown = re.search(r"## What forge init writes\n\n```\n(.*?)```", guide, re.S)
     assert shown is not None and shown.group(1) == out
 
@@ -86,7 +86,7 @@ def test_the_init_guide_shows_what_forge_init_prints(capsys: pytest.CaptureFixtu
 def test_the_readme_names_every_file_forge_init_writes(tmp_path: Path) -> None:
     """README.md's first step lists what ``forge init my-bench`` writes: no file missing
     from the list, none listed that is not written."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     paragraph = re.search(r"This writes `my-bench/` with (.*?)\n\n", readme, re.S)
     assert paragraph is not None
     named = {name for name in re.findall(r"`([^`]+)`", paragraph.group(1))

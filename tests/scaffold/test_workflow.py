@@ -306,6 +306,6 @@ def _fenced_after(page: Path, heading: str) -> str:
 
 def test_the_ci_guide_shows_the_workflow_forge_init_writes(repo: tuple[Repo, str]) -> None:
     r, _ = repo
-    guide = Path(__file__).resolve().parent.parent / "docs" / "guide" / "ci.md"
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "ci.md"
     written = (r.bench / "ci" / "forge.yml").read_text(encoding="utf-8")
     assert _fenced_after(guide, "## The workflow") == written

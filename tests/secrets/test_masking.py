@@ -55,7 +55,7 @@ def token() -> str:
 
 def http_service() -> ModuleType:
     """The harness service of the HTTP harness tests (``tests/harness/http_service.py``)."""
-    folder = str(Path(__file__).resolve().parent / "harness")
+    folder = str(Path(__file__).resolve().parents[1] / "harness")
     if folder not in sys.path:
         sys.path.insert(0, folder)
     return importlib.import_module("http_service")
