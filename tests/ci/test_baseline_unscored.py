@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_user_error
 from conftest import run_forge as forge
-from ci.test_baseline import Outcomes, make_result, saved
 
+from ci.test_baseline import Outcomes, make_result, saved
 from forge.ci.baseline import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates, unscored_gate
 from forge.errors import IncomparableError, UserError
 

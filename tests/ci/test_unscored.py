@@ -7,8 +7,8 @@ import random
 
 import pytest
 from scipy import stats
-from ci.test_baseline import Outcomes, make_result
 
+from ci.test_baseline import Outcomes, make_result
 from forge.ci.unscored import (
     ShareSide,
     compare_unscored,

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import pytest
 from conftest import ARITH, MakeBench
 
-from forge.evaluation import session as session_module
 from forge.bench.loader import load_bench
 from forge.errors import OptionError
+from forge.evaluation import session as session_module
 from forge.evaluation.evaluate import evaluate
 from forge.evaluation.rollout import AttemptKey, RolloutEngine
 from forge.evaluation.session import Session

@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 from conftest import ARITH, write_search_bench
 
-from forge.journal import review
 from forge.bench.loader import BudgetSettings
 from forge.errors import JournalError
-from forge.journal import RunInfo, RunOptions, write_run
+from forge.journal import RunInfo, RunOptions, review, write_run
 from forge.journal.records import PromotedMove
 from forge.journal.review import (
     STEP_KEYS,
