@@ -7,7 +7,7 @@
 
 The end of a search runs the start config and the final one on the test split, k_test
 attempts a task on shared seeds, and checks every auxiliary tolerance
-(:func:`forge.stats.gates.tolerance_check`). Its status ``within`` rests on a one-sided 95%
+(:func:`forge.gates.checks.tolerance_check`). Its status ``within`` rests on a one-sided 95%
 upper bound of the regression over the test tasks (the bound from the attempts' noise,
 the tasks held fixed). The promise: if a config's true regression on the test tasks is
 past the allowance, the check says ``within`` with probability at most alpha (5%); more
@@ -44,9 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from forge.bench.loader import Bench, load_bench  # noqa: E402
 from forge.evaluation.evaluate import evaluate  # noqa: E402
+from forge.gates.checks import tolerance_check  # noqa: E402
 from forge.results.model import EvalResult, TaskAttempts  # noqa: E402
-from forge.stats.gates import paired_regressions, regression_allowance, tolerance_check  # noqa: E402
 from forge.stats.paired import fixed_tasks_bound  # noqa: E402
+from forge.stats.pairs import paired_regressions, regression_allowance  # noqa: E402
 
 BENCH = ROOT / "benches" / "triage"
 ALPHA = 0.05

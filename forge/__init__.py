@@ -40,6 +40,7 @@ if _typing.TYPE_CHECKING:
     )
     from forge.evaluation.evaluate import DEFAULT_SEED, evaluate, evaluate_async
     from forge.evaluation.rollout import RolloutEngine, derive_seed
+    from forge.gates.checks import GateResult
     from forge.harness import (
         AttemptContext,
         AttemptTimeout,
@@ -61,7 +62,6 @@ if _typing.TYPE_CHECKING:
     from forge.search import Search, SearchOptions, SearchOutcome
     from forge.search.launch import launch_search, resume_search
     from forge.stats import Interval, PairedTest, mean_interval, paired_test, spent_alpha
-    from forge.stats.gates import GateResult
 
 # Imported on first use, not with the package: a worker process (forge's process
 # executor) imports a few forge modules, and importing every one of them (scipy,
@@ -96,7 +96,7 @@ _LAZY: dict[str, str] = {
     'DEFAULT_SEED': 'forge.evaluation.evaluate',
     'evaluate': 'forge.evaluation.evaluate',
     'evaluate_async': 'forge.evaluation.evaluate',
-    'GateResult': 'forge.stats.gates',
+    'GateResult': 'forge.gates.checks',
     'AttemptContext': 'forge.harness',
     'AttemptTimeout': 'forge.harness',
     'CommandHarness': 'forge.harness',

@@ -23,7 +23,7 @@ before records were typed and reads as version 1; another version is refused, na
 the file, the line and the version. A new optional field is one field with a default
 here; a new kind is one class here, added to :data:`JournalRecord`.
 
-Gates: the search decides with :class:`forge.stats.gates.GateResult` (whose ``details`` feed
+Gates: the search decides with :class:`forge.gates.checks.GateResult` (whose ``details`` feed
 the blocks beside it: ``dev``, ``val``, ``aux``) and journals a :class:`Gate`, the
 ``{name, passed, reason}`` that ``forge journal show --json`` promises; only the test
 record's start-to-final checks (:class:`AuxCheck`) keep their details, which no other
@@ -53,7 +53,7 @@ from forge.errors import JournalError
 from forge.results.unscored import UnscoredCounts
 
 if TYPE_CHECKING:
-    from forge.stats.gates import GateResult
+    from forge.gates.checks import GateResult
     from forge.stats.paired import PairedTest
 
 __all__ = [

@@ -6,12 +6,12 @@ dev order, attempt block 0). Its confirmation never reads those attempts: it run
 other dev tasks on block 0, then the screening tasks again on a fresh block (attempt
 indices ``k..2k``), so every dev task counts and none of the data that chose the
 candidate decides it. Chunks of tasks come in one *look* at a time, and after each
-look every open gate is tested at that look's nominal level (:mod:`forge.search.gates`):
-``dev`` (:class:`~forge.search.gates.ImprovementGate`, on the dev and val tasks
+look every open gate is tested at that look's nominal level (:mod:`forge.gates`):
+``dev`` (:class:`~forge.gates.ImprovementGate`, on the dev and val tasks
 together where the bench has val tasks, val's chunks interleaved with dev's while it is
-open), ``val`` (:class:`~forge.search.gates.NonInferiorityGate`), an ``aux:<metric>``
-per tolerance (:class:`~forge.search.gates.ToleranceGate`, on every confirmation task),
-and the ``floor:<tag>`` gates (:class:`~forge.search.gates.FloorGate`), checked once
+open), ``val`` (:class:`~forge.gates.NonInferiorityGate`), an ``aux:<metric>``
+per tolerance (:class:`~forge.gates.ToleranceGate`, on every confirmation task),
+and the ``floor:<tag>`` gates (:class:`~forge.gates.FloorGate`), checked once
 ``dev`` and ``val`` have passed on every tagged task (run now if the looks did not
 reach them): run ahead, before a tolerance's further chunks take the budget, their
 attempts are kept from every test's data, which reads the tasks its own plan reaches
@@ -29,9 +29,9 @@ is left "not shown" on 1,100 paired attempts. With an ``extension`` (fresh attem
 indices no selection has read), a confirmation whose dev and val gates passed and whose
 last chunk left a tolerance open runs that block, the candidate and the start, on every
 confirmation task (only if the budget holds all of it), and tests each open tolerance
-once more on every paired attempt (:meth:`~forge.search.gates.ToleranceGate.extend`). A
+once more on every paired attempt (:meth:`~forge.gates.ToleranceGate.extend`). A
 block where only exact tests are open is run only if one of them may plausibly pass
-(:meth:`~forge.search.gates.ToleranceGate.may_extend`); skipping a look only lowers its
+(:meth:`~forge.gates.ToleranceGate.may_extend`); skipping a look only lowers its
 chance to pass.
 
 A candidate of a precision round was selected on attempts ``0..m·K`` of the dev tasks
@@ -48,15 +48,7 @@ from typing import Literal
 from forge.bench.loader import Bench
 from forge.config.registry import Config
 from forge.core.task import Task
-from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import Fetch, Rollouts
-from forge.search.budget import Budget
-from forge.search.confirm_outcome import (
-    ConfirmOutcome,
-    ImprovementReading,
-    NonInferiorityReading,
-)
-from forge.search.gates import (
+from forge.gates import (
     BLOCK_CHANCE,
     EXTENSION_SHARE,
     SPARSE_TASKS,
@@ -71,7 +63,15 @@ from forge.search.gates import (
     ToleranceReading,
     UnscoredGate,
 )
-from forge.stats.gates import GateResult
+from forge.gates.checks import GateResult
+from forge.results.model import TaskAttempts
+from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.budget import Budget
+from forge.search.confirm_outcome import (
+    ConfirmOutcome,
+    ImprovementReading,
+    NonInferiorityReading,
+)
 from forge.stats.unscored import failure_pairs
 
 __all__ = [

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from forge.gates.checks import GateResult
+from forge.gates.tolerance import ToleranceReading
 from forge.journal.records import AuxDetails, ConfirmBlock, ValBlock
-from forge.search.gates.tolerance import ToleranceReading
-from forge.stats.gates import GateResult
 from forge.stats.paired import PairedTest
 
 __all__ = ["ConfirmOutcome", "ImprovementReading", "NonInferiorityReading"]

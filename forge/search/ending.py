@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from forge.bench.loader import Bench
 from forge.config.registry import Config
+from forge.gates.checks import tolerance_check, unscored_check
 from forge.journal.records import (
     AnyRecord,
     AuxCheck,
@@ -30,8 +31,8 @@ from forge.results.failures import unscored_counts
 from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.outcome import SearchOutcome
-from forge.stats.gates import score_deltas, tolerance_check, unscored_check
 from forge.stats.paired import PairedTest, paired_test
+from forge.stats.pairs import score_deltas
 
 __all__ = ["Ending", "two_sided"]
 

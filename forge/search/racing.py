@@ -34,17 +34,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats as _st
-
 from forge.config.registry import Config
 from forge.core.task import Task
 from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
-from forge.stats.gates import score_deltas, score_pairs
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
+from forge.stats.pairs import score_deltas, score_pairs
+from forge.stats.sequential import hopeless
 
-__all__ = ["Beyond", "RaceOutcome", "RaceStatus", "hopeless", "no_worse", "race"]
+__all__ = ["Beyond", "RaceOutcome", "RaceStatus", "no_worse", "race"]
 
 RaceStatus = Literal["pass", "weak", "futile", "aux", "budget", "worse"]
 #: After a chunk that is not the last, a candidate passes at once below alpha / this.
@@ -67,23 +66,6 @@ class RaceOutcome:
         return self.test.sd / math.sqrt(self.test.n) if self.test.n > 1 else math.inf
 
 
-def hopeless(t: PairedTest, fraction: float, threshold: float, level: float, *,
-             optimism: float = 1.0) -> bool:
-    """Futility: even a trend ``optimism`` standard errors better than the estimate would
-    not reach ``level`` with every task in. The z the estimate would have then is the
-    current one scaled by ``1 / sqrt(fraction)``; giving up on this only ever removes a
-    rejection, so a test may use it and keep its error."""
-    if t.n < 2:
-        return False
-    if t.sd == 0:
-        return t.effect <= threshold and fraction >= 0.5
-    se = t.sd / math.sqrt(t.n)
-    z_end = ((t.effect - threshold) / se + optimism) / math.sqrt(fraction)
-    return z_end < float(_st.norm.isf(level))
-
-
-#: Asked after each chunk whether the first ``tasks`` tasks put an auxiliary tolerance
-#: out of reach (it may fetch the start config's attempts on them).
 Beyond = Callable[[int], Fetch[bool]]
 
 

@@ -29,14 +29,15 @@ from typing import Any
 from forge.bench.loader import Bench
 from forge.config.registry import Config
 from forge.core.task import Task
+from forge.gates.checks import aux_text
 from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, Gate, ScreenBlock
 from forge.proposers import Proposal
 from forge.search.attempt_cache import Fetch, Rollouts
 from forge.search.budget import Budget
 from forge.search.memory import MoveMemory, MoveNote, Outcome
 from forge.search.racing import RaceOutcome, no_worse, race
-from forge.stats.gates import aux_text, metric_deltas, regression_allowance, regressions
 from forge.stats.paired import PairedTest, paired_test
+from forge.stats.pairs import metric_deltas, regression_allowance, regressions
 from forge.stats.unscored import failure_increase, failure_pairs
 
 __all__ = ["Screen", "Screening"]

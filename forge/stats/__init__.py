@@ -4,7 +4,7 @@
 minus incumbent, intervals, the netted test of a rare 0/1 change, the spending sequence
 across confirmations); :mod:`~forge.stats.sequential` the group-sequential boundaries
 each look of a confirmation is tested at (power spending, the exact boundary for rare
-events); :mod:`~forge.stats.gates` what the gates read off two configs' attempts (score
+events); :mod:`~forge.gates.checks` what the gates read off two configs' attempts (score
 deltas, a metric's regressions against the start and their allowance, floors, the end's
 tolerance check).
 """

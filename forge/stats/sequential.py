@@ -40,8 +40,10 @@ import numpy as np
 from scipy import optimize, signal, special
 from scipy import stats as _st
 
-__all__ = ["DEFAULT_RHO", "RARE_RHO", "efficacy_boundaries", "nominal_level", "power_spending",
-           "rare_event_boundary"]
+from forge.stats.paired import PairedTest
+
+__all__ = ["DEFAULT_RHO", "RARE_RHO", "efficacy_boundaries", "hopeless", "nominal_level",
+           "power_spending", "rare_event_boundary"]
 
 #: The spending exponent forge's gates use (see the module docstring).
 DEFAULT_RHO = 2.0
@@ -232,3 +234,22 @@ def _rare_boundaries(pairs: tuple[int, ...], fractions: tuple[float, ...], rate:
             alive[:c + 1] = 0.0
         out.append(c)
     return tuple(out)
+
+
+def hopeless(t: PairedTest, fraction: float, threshold: float, level: float, *,
+             optimism: float = 1.0) -> bool:
+    """Futility: even a trend ``optimism`` standard errors better than the estimate would
+    not reach ``level`` with every task in. The z the estimate would have then is the
+    current one scaled by ``1 / sqrt(fraction)``; giving up on this only ever removes a
+    rejection, so a test may use it and keep its error."""
+    if t.n < 2:
+        return False
+    if t.sd == 0:
+        return t.effect <= threshold and fraction >= 0.5
+    se = t.sd / math.sqrt(t.n)
+    z_end = ((t.effect - threshold) / se + optimism) / math.sqrt(fraction)
+    return z_end < float(_st.norm.isf(level))
+
+
+#: Asked after each chunk whether the first ``tasks`` tasks put an auxiliary tolerance
+#: out of reach (it may fetch the start config's attempts on them).

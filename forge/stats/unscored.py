@@ -9,7 +9,7 @@ would be wrong looks perfect on them: the failure share is compared on its own.
 :func:`failure_increase` tests ``H0: p_fail(candidate) - p_fail(reference) <= allowed``
 against more failures, one-sided: a candidate is refused when its increase is shown
 beyond the allowance at the level. Which test reads the pairs follows the tolerances'
-rule (:mod:`forge.search.gates.tolerance_tests`): where the failures changed on at
+rule (:mod:`forge.gates.tolerance`): where the failures changed on at
 least :data:`SPARSE_TASKS` tasks, the paired t-test over tasks (the unit every gate
 generalises over); on fewer, an exact test on the attempts whose outcome changed (the
 sign test where nothing is allowed, Tango's score test where a share is), since a

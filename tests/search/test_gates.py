@@ -1,4 +1,4 @@
-"""The confirmation's gates one by one (forge.search.gates), on small hand-made evidence:
+"""The confirmation's gates one by one (forge.gates), on small hand-made evidence:
 each look passes, fails or leaves its gate open, and a tolerance picks its test (the
 t-test, the exact test of a rare change, the netted test of a 0/1 change) as the
 confirmation always has. Whole searches through them are in test_confirm.py."""
@@ -10,14 +10,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from forge.bench.loader import MetricSpec
-from forge.results.model import AttemptResult, TaskAttempts
-from forge.scorers import Score
-from forge.search.confirm_outcome import (
-    ConfirmOutcome,
-    ImprovementReading,
-    NonInferiorityReading,
-)
-from forge.search.gates import (
+from forge.gates import (
     EXTENSION_SHARE,
     ExactTest,
     FloorGate,
@@ -32,7 +25,14 @@ from forge.search.gates import (
     TTest,
     tolerance_test,
 )
-from forge.search.gates.base import signed
+from forge.gates.base import signed
+from forge.results.model import AttemptResult, TaskAttempts
+from forge.scorers import Score
+from forge.search.confirm_outcome import (
+    ConfirmOutcome,
+    ImprovementReading,
+    NonInferiorityReading,
+)
 from forge.stats.paired import paired_test
 
 

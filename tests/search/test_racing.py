@@ -27,11 +27,11 @@ from forge.search.racing import (
     EARLY_PASS_FACTOR,
     Beyond,
     RaceOutcome,
-    hopeless,
     no_worse,
     race,
 )
 from forge.stats.paired import paired_test
+from forge.stats.sequential import hopeless
 
 K = 2
 N_DEV = 40

@@ -1,4 +1,4 @@
-"""The failure-share gate in a confirmation (forge.search.gates.UnscoredGate): a
+"""The failure-share gate in a confirmation (forge.gates.UnscoredGate): a
 candidate that gains on its answers but fails where it would be wrong is refused for
 its failures; one that never fails passes without running the start; the start is run
 on every chunk read once the candidate fails.
@@ -20,11 +20,11 @@ from conftest import answered, open_session, search_tasks, write_search_bench
 from forge.bench.loader import Bench, BudgetSettings, load_bench
 from forge.config.registry import Config
 from forge.evaluation.session import Session
+from forge.gates import UnscoredGate
 from forge.journal.store import AttemptStore
 from forge.search.attempt_cache import RolloutRequest, Rollouts
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
-from forge.search.gates import UnscoredGate
 from forge.stats.unscored import FailurePairs
 
 K = 2

@@ -1,4 +1,4 @@
-"""What the promotion gates share (forge.stats.gates): the paired deltas, the tolerance
+"""What the promotion gates share (forge.gates.checks): the paired deltas, the tolerance
 arithmetic, the start-to-final tolerance check on test, and the task-floor gate. The
 sequential dev, val and aux gates themselves are tested in tests/search/test_gates.py
 and test_confirm.py."""
@@ -12,18 +12,11 @@ import pytest
 
 from forge.bench.loader import Bench, MetricSpec
 from forge.evaluation.evaluate import evaluate
+from forge.gates.checks import aux_text, floor_gate, tolerance_check
 from forge.results.compare import diff_results
 from forge.results.model import AttemptResult, StopReason, TaskAttempts
 from forge.scorers import Score
-from forge.stats.gates import (
-    aux_text,
-    floor_gate,
-    metric_deltas,
-    regression_allowance,
-    regressions,
-    score_deltas,
-    tolerance_check,
-)
+from forge.stats.pairs import metric_deltas, regression_allowance, regressions, score_deltas
 
 
 def att(task: str, i: int, value: float | None = 1.0, *, stop: StopReason = "completed",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from scipy import stats as st
 
+from forge.gates.checks import unscored_check
 from forge.results.model import AttemptResult, StopReason, TaskAttempts
 from forge.scorers.base import Score
-from forge.stats.gates import score_deltas, score_pairs, unscored_check
+from forge.stats.pairs import score_deltas, score_pairs
 from forge.stats.unscored import SPARSE_TASKS, failure_increase, failure_pairs
 
 

@@ -18,23 +18,25 @@ two configs' attempts paired on shared (task, seed) keys
 
 from __future__ import annotations
 
-from forge.search.gates.base import Details, SequentialGate, Verdict
-from forge.search.gates.evidence import PairedScores, Regressions
-from forge.search.gates.floor import FloorGate, SplitPair
-from forge.search.gates.improvement import ImprovementGate
-from forge.search.gates.noninferiority import NonInferiorityGate
-from forge.search.gates.tolerance import BLOCK_CHANCE, ToleranceGate, ToleranceReading
-from forge.search.gates.tolerance_tests import (
+from forge.gates.base import Details, SequentialGate, Verdict
+from forge.gates.evidence import PairedScores, Regressions
+from forge.gates.floor import FloorGate, SplitPair
+from forge.gates.improvement import ImprovementGate
+from forge.gates.noninferiority import NonInferiorityGate
+from forge.gates.tolerance import (
+    BLOCK_CHANCE,
     EXTENSION_SHARE,
     SPARSE_TASKS,
     ExactTest,
     NettedTest,
+    ToleranceGate,
     ToleranceLook,
+    ToleranceReading,
     ToleranceTest,
     TTest,
     tolerance_test,
 )
-from forge.search.gates.unscored import UnscoredGate
+from forge.gates.unscored import UnscoredGate
 
 __all__ = ["BLOCK_CHANCE", "EXTENSION_SHARE", "SPARSE_TASKS", "Details", "ExactTest",
            "FloorGate", "ImprovementGate", "NettedTest", "NonInferiorityGate",

@@ -8,10 +8,10 @@ the doubt, not one.
 
 from __future__ import annotations
 
-from forge.search.gates.base import SequentialGate, Verdict, signed
-from forge.search.gates.evidence import PairedScores
-from forge.search.racing import hopeless
+from forge.gates.base import SequentialGate, Verdict, signed
+from forge.gates.evidence import PairedScores
 from forge.stats.paired import PairedTest, paired_test
+from forge.stats.sequential import hopeless
 
 __all__ = ["NonInferiorityGate"]
 

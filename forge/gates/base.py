@@ -12,13 +12,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from forge.stats.gates import GateResult
+from forge.gates.checks import GateResult
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest
 from forge.stats.sequential import nominal_level
 
 __all__ = ["Details", "SequentialGate", "Verdict", "signed"]
 
-#: A verdict's details, as :class:`~forge.stats.gates.GateResult` keeps them.
+#: A verdict's details, as :class:`~forge.gates.checks.GateResult` keeps them.
 Details = dict[str, float | int | str | None]
 
 

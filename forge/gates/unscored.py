@@ -3,7 +3,7 @@ start config, beyond its allowance, on the same (task, seed) pairs.
 
 The means a search compares leave failed attempts out (they are not zeros), and the
 score gates count a failure as a loss only where the other side answered
-(:func:`~forge.stats.gates.score_deltas`): a config that fails exactly on the attempts
+(:func:`~forge.gates.checks.score_deltas`): a config that fails exactly on the attempts
 it would get wrong loses nothing there. So its failure share is compared on its own,
 against the *start* config (the one deployed), as the tolerances are: small increases
 cannot add up across promotions. Where the incumbent is not the start, the candidate
@@ -23,7 +23,7 @@ that fails where it would be wrong (``benchmarks/failures.py``).
 
 from __future__ import annotations
 
-from forge.search.gates.base import Details, SequentialGate, Verdict
+from forge.gates.base import Details, SequentialGate, Verdict
 from forge.stats.unscored import FailurePairs, failure_increase
 
 __all__ = ["UnscoredGate"]

@@ -1,7 +1,7 @@
 """The evidence a gate reads: two configs' attempts paired on shared (task, seed) keys.
 
 Score pairs are formed by :func:`~forge.results.model.paired_outcomes`, a failure on one
-side being that side's loss (:func:`~forge.stats.gates.score_deltas`); a task with no
+side being that side's loss (:func:`~forge.gates.checks.score_deltas`); a task with no
 pair is left out, never counted as zero. Each reading is
 computed once, when a gate first asks for it.
 """
@@ -14,7 +14,7 @@ from functools import cached_property
 
 from forge.bench.loader import MetricSpec
 from forge.results.model import TaskAttempts
-from forge.stats.gates import paired_regressions, regressions, score_deltas, score_pairs
+from forge.stats.pairs import paired_regressions, regressions, score_deltas, score_pairs
 
 __all__ = ["PairedScores", "Regressions"]
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from forge.gates.checks import GateResult, floor_gate
 from forge.results.model import TaskAttempts
-from forge.stats.gates import GateResult, floor_gate
 
 __all__ = ["FloorGate", "SplitPair"]
 
