@@ -39,7 +39,7 @@ gives its own verdict, reason and failing tasks; none is averaged into another:
     current result with nothing scored at all fails the gate (it is the result under
     test that broke, not the input): only a baseline with nothing in common is refused.
 
-A :class:`GateReport` gives its JSON form itself; :mod:`forge.report.ci` renders
+A :class:`CiReport` gives its JSON form itself; :mod:`forge.report.ci` renders
 it as Markdown (for ``$GITHUB_STEP_SUMMARY``) and as JUnit XML. Exit codes are the
 CLI's: 0 all passed, 1 a gate failed, and bad input (including incomparable results)
 is a :class:`UserError`, exit 2.
@@ -68,16 +68,16 @@ from forge.stats.paired import drop_lower_bound, paired_test
 __all__ = [
     "DEFAULT_MAX_UNSCORED_RISE",
     "GATE_NAMES",
-    "GateOptions",
-    "GateOutcome",
-    "GateReport",
+    "CheckOptions",
+    "CheckOutcome",
+    "CiReport",
     "TaskFailure",
-    "aggregate_gate",
+    "aggregate_check",
     "percent",
-    "regression_gate",
-    "run_gates",
-    "task_floor_gate",
-    "unscored_gate",
+    "regression_check",
+    "run_checks",
+    "task_floor_check",
+    "unscored_share_check",
 ]
 
 GATE_NAMES = ("aggregate", "unscored", "task_floor", "regression")
@@ -93,7 +93,7 @@ _EPS = 1e-9
 
 
 @dataclass(frozen=True)
-class GateOptions:
+class CheckOptions:
     """Thresholds of the gates. ``None`` turns an optional gate off.
 
     Fractions are in [0, 1]; ``max_drop`` applies only when a baseline is given.
@@ -145,7 +145,7 @@ class TaskFailure:
 
 
 @dataclass(frozen=True)
-class GateOutcome:
+class CheckOutcome:
     """One gate's verdict. ``notes`` hold what was listed without failing the gate
     (tasks in one result only, tasks with no paired seed); ``details`` the numbers
     behind the reason, for ``--json`` (the unscored gate's shares, counts and test)."""
@@ -164,13 +164,13 @@ class GateOutcome:
 
 
 @dataclass(frozen=True)
-class GateReport:
+class CiReport:
     """Every gate run on one result, with what is needed to render it."""
 
     current: str
     result: EvalResult
-    options: GateOptions
-    gates: tuple[GateOutcome, ...]
+    options: CheckOptions
+    gates: tuple[CheckOutcome, ...]
     baseline: str | None = None
 
     @property
@@ -183,7 +183,7 @@ class GateReport:
         return 0 if self.passed else 1
 
     @property
-    def failed(self) -> list[GateOutcome]:
+    def failed(self) -> list[CheckOutcome]:
         return [g for g in self.gates if not g.passed]
 
     def as_json(self) -> dict[str, Any]:
@@ -214,7 +214,7 @@ class GateReport:
 # -- the gates -----------------------------------------------------------------------
 
 
-def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
+def aggregate_check(result: EvalResult, min_pass_rate: float) -> CheckOutcome:
     """The overall pass rate is at least ``min_pass_rate``; nothing scored fails."""
     rate = result.pass_rate
     unscored = result.n_attempts - result.n_scored
@@ -222,24 +222,24 @@ def aggregate_gate(result: EvalResult, min_pass_rate: float) -> GateOutcome:
     if rate is None:
         # A pass rate of nothing is no pass rate: this gate compared nothing, so it fails.
         if not result.n_attempts:
-            return GateOutcome("aggregate", False, "nothing scored: the result holds no attempt")
+            return CheckOutcome("aggregate", False, "nothing scored: the result holds no attempt")
         why = reasons_text(ShareSide.of(result.attempts).reasons)
-        return GateOutcome("aggregate", False, f"nothing scored: all {result.n_attempts} "
+        return CheckOutcome("aggregate", False, f"nothing scored: all {result.n_attempts} "
                                                f"attempts unscored ({why})")
     scored_tasks = sum(1 for t in result.tasks if t.pass_rate is not None)
     if rate + _EPS >= min_pass_rate:
-        return GateOutcome("aggregate", True,
+        return CheckOutcome("aggregate", True,
                            f"pass rate {percent(rate, min_pass_rate)} ≥ "
                            f"{percent(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
-    return GateOutcome("aggregate", False,
+    return CheckOutcome("aggregate", False,
                        f"pass rate {percent(rate, min_pass_rate)} < "
                        f"{percent(min_pass_rate, rate)} over {scored_tasks} tasks{aside}")
 
 
-def unscored_gate(result: EvalResult, max_unscored: int | None = None, *,
+def unscored_share_check(result: EvalResult, max_unscored: int | None = None, *,
                   baseline: EvalResult | None = None,
                   max_rise: float = DEFAULT_MAX_UNSCORED_RISE, alpha: float = 0.05,
-                  names: tuple[str, str] = ("baseline", "current")) -> GateOutcome:
+                  names: tuple[str, str] = ("baseline", "current")) -> CheckOutcome:
     """The unscored attempts: with ``baseline``, their share does not rise more than
     ``max_rise`` over the baseline's beyond chance at ``alpha`` (see the module); with
     ``max_unscored``, at most that many in all. Either failing fails the gate, and the
@@ -279,7 +279,7 @@ def unscored_gate(result: EvalResult, max_unscored: int | None = None, *,
             failing += [TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} "
                                                f"attempts unscored ({_stop_reasons([t])})",
                                     float(t.n_unscored)) for t in culprits]
-    return GateOutcome("unscored", passed, "; ".join(parts), failing=tuple(failing),
+    return CheckOutcome("unscored", passed, "; ".join(parts), failing=tuple(failing),
                        details=details)
 
 
@@ -292,7 +292,7 @@ def _share_failures(result: EvalResult, c: ShareComparison) -> list[TaskFailure]
             for task_id, n, compared in c.tasks]
 
 
-def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
+def task_floor_check(result: EvalResult, floor: float) -> CheckOutcome:
     """Every task's pass rate is at least ``floor``; a task with nothing scored fails."""
     failing: list[tuple[float, TaskFailure]] = []
     for t in result.tasks:
@@ -306,19 +306,19 @@ def task_floor_gate(result: EvalResult, floor: float) -> GateOutcome:
                 t.task_id, f"pass rate {percent(rate, floor)} < floor {percent(floor, rate)} "
                            f"({t.n_passed}/{t.n_scored})", rate)))
     if not failing:
-        return GateOutcome("task_floor", True,
+        return CheckOutcome("task_floor", True,
                            f"all {len(result.tasks)} tasks ≥ {percent(floor)}")
     failing.sort(key=lambda pair: pair[0])
     unmeasured = sum(1 for value, _ in failing if value < 0)
     reason = f"{len(failing)} of {len(result.tasks)} tasks below {percent(floor)}"
     if unmeasured:
         reason += f" ({unmeasured} with nothing scored)"
-    return GateOutcome("task_floor", False, reason, failing=tuple(f for _, f in failing))
+    return CheckOutcome("task_floor", False, reason, failing=tuple(f for _, f in failing))
 
 
-def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, *,
+def regression_check(current: EvalResult, baseline: EvalResult, max_drop: float, *,
                     names: tuple[str, str] = ("baseline", "current"),
-                    alpha: float = 0.05) -> GateOutcome:
+                    alpha: float = 0.05) -> CheckOutcome:
     """No shared task's pass rate drops by more than ``max_drop`` from the baseline.
 
     ``names`` are (baseline, current), used in messages. Pairs come from
@@ -335,7 +335,7 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
     if not paired and not unpaired:
         if not current.n_scored and baseline.n_scored:
             # The result under test broke: a failed gate (exit 1), not bad input.
-            return GateOutcome("regression", False,
+            return CheckOutcome("regression", False,
                                f"nothing scored in {names[1]}: no task could be compared",
                                notes=tuple(_regression_notes(diff, unmeasured)))
         raise IncomparableError(
@@ -355,7 +355,7 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
     if not failing and mean_failure is None:
         shown = "dropped" if not unpaired else "shown to drop"
         reason = f"no task {shown} more than {percent(max_drop)} ({how})"
-        return GateOutcome("regression", True, reason, notes=tuple(notes))
+        return CheckOutcome("regression", True, reason, notes=tuple(notes))
     parts = []
     if failing:
         worst = failing[0][1]
@@ -364,7 +364,7 @@ def regression_gate(current: EvalResult, baseline: EvalResult, max_drop: float, 
                      f"{percent(failing[0][0])})")
     if mean_failure is not None:
         parts.append(mean_failure)
-    return GateOutcome("regression", False, "; ".join(parts) + f" ({how})",
+    return CheckOutcome("regression", False, "; ".join(parts) + f" ({how})",
                        failing=tuple(f for _, f in failing), notes=tuple(notes))
 
 
@@ -440,25 +440,25 @@ def _unpaired_drops(tasks: Sequence[tuple[TaskResult, TaskResult]], max_drop: fl
     return failing, mean_failure
 
 
-def run_gates(current: EvalResult, *, options: GateOptions | None = None,
+def run_checks(current: EvalResult, *, options: CheckOptions | None = None,
               baseline: EvalResult | None = None, current_name: str = "current",
-              baseline_name: str = "baseline") -> GateReport:
+              baseline_name: str = "baseline") -> CiReport:
     """Run every gate the options turn on, in a fixed order (see :data:`GATE_NAMES`)."""
-    opts = options or GateOptions()
+    opts = options or CheckOptions()
     # Labelled, so an incomparability message says which file is which.
     names = (baseline_name if baseline_name == "baseline" else f"baseline {baseline_name}",
              current_name if current_name == "current" else f"current {current_name}")
-    gates = [aggregate_gate(current, opts.min_pass_rate)]
+    gates = [aggregate_check(current, opts.min_pass_rate)]
     if opts.max_unscored is not None or baseline is not None:
-        gates.append(unscored_gate(current, opts.max_unscored, baseline=baseline,
+        gates.append(unscored_share_check(current, opts.max_unscored, baseline=baseline,
                                    max_rise=opts.max_unscored_rise, alpha=opts.alpha,
                                    names=names))
     if opts.task_floor is not None:
-        gates.append(task_floor_gate(current, opts.task_floor))
+        gates.append(task_floor_check(current, opts.task_floor))
     if baseline is not None:
-        gates.append(regression_gate(current, baseline, opts.max_drop, names=names,
+        gates.append(regression_check(current, baseline, opts.max_drop, names=names,
                                      alpha=opts.alpha))
-    return GateReport(current=current_name, result=current, options=opts, gates=tuple(gates),
+    return CiReport(current=current_name, result=current, options=opts, gates=tuple(gates),
                       baseline=baseline_name if baseline is not None else None)
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from forge.ci.baseline import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates
+from forge.ci.baseline import DEFAULT_MAX_UNSCORED_RISE, CheckOptions, run_checks
 from forge.commands.common import write_for_option
 from forge.errors import OptionError
 from forge.report.ci import append_step_summary, markdown_summary, write_junit
@@ -71,7 +71,7 @@ def gate_command(
         raise OptionError(f"{junit} is a folder; expected a file path", option="--junit")
     result = load_result(current)
     base = load_result(baseline) if baseline is not None else None
-    report = run_gates(result, options=options, baseline=base, current_name=str(current),
+    report = run_checks(result, options=options, baseline=base, current_name=str(current),
                        baseline_name=str(baseline) if baseline is not None else "baseline")
     if junit is not None:
         write_for_option("--junit", junit, write_junit, report, junit)
@@ -87,14 +87,14 @@ def gate_command(
 
 def _gate_options(*, baseline: Path | None, min_pass_rate: float, task_floor: float | None,
                   max_drop: float | None, max_unscored: int | None,
-                  alpha: float | None, max_unscored_rise: float | None) -> GateOptions:
+                  alpha: float | None, max_unscored_rise: float | None) -> CheckOptions:
     """The gates' options; an option of a comparison without a baseline is refused."""
     for option, value in (("--max-drop", max_drop), ("--alpha", alpha),
                           ("--max-unscored-rise", max_unscored_rise)):
         if value is not None and baseline is None:
             # Silently ignoring it would let a CI job believe it guards against something.
             raise OptionError("needs --baseline B.json to compare against", option=option)
-    return GateOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
+    return CheckOptions(min_pass_rate=min_pass_rate, task_floor=task_floor,
                        max_drop=0.0 if max_drop is None else max_drop,
                        max_unscored=max_unscored, alpha=0.05 if alpha is None else alpha,
                        max_unscored_rise=(DEFAULT_MAX_UNSCORED_RISE if max_unscored_rise is None

@@ -34,7 +34,7 @@ from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
 
 if TYPE_CHECKING:
-    from forge.report.live import SearchView
+    from forge.report.live import LiveView
 
 __all__ = ["register", "search_command"]
 
@@ -87,14 +87,14 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
-    from forge.report.live import SearchView, live_progress
+    from forge.report.live import LiveView, live_progress
 
     if executor is not None:
         executor_class(executor)  # an unknown name, before anything is read
     if PROPOSERS.get(proposer) is None:
         raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
                           option="--proposer")
-    view = SearchView(err if as_json else out)
+    view = LiveView(err if as_json else out)
     progress = None if as_json else live_progress(out)  # None off a terminal: lines only
     if resume is not None:
         if from_runtime is not None:
@@ -152,7 +152,7 @@ class _Launch:
     as_json: bool
 
 
-def _resume(run_id: str, journals: Path, view: SearchView, progress: SearchProgress | None,
+def _resume(run_id: str, journals: Path, view: LiveView, progress: SearchProgress | None,
             executor: ExecutorSettings | None) -> SearchOutcome:
     """``--resume RUN_ID``: the run continued with its journaled options."""
     from forge.search.launch import resume_search
@@ -164,7 +164,7 @@ def _resume(run_id: str, journals: Path, view: SearchView, progress: SearchProgr
                              executor=executor, progress=progress)
 
 
-def _launch(line: _Launch, view: SearchView, progress: SearchProgress | None) -> SearchOutcome:
+def _launch(line: _Launch, view: LiveView, progress: SearchProgress | None) -> SearchOutcome:
     """A new search of ``line.bench_path``."""
     from forge.search.launch import launch_search
 

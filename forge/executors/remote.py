@@ -44,10 +44,20 @@ from forge.harness.base import AttemptContext, AttemptTimeout, RunOutput
 if TYPE_CHECKING:
     from forge.results.model import AttemptResult
 
-__all__ = ["ChunkQueue", "LaneQueue", "OnOutcome", "Outcome", "RemoteExecutor", "WorkItem",
-           "WorkOutcome", "load_harness", "run_item", "run_item_bounded"]
+__all__ = [
+    "CallStatus",
+    "ChunkQueue",
+    "LaneQueue",
+    "OnOutcome",
+    "RemoteExecutor",
+    "WorkItem",
+    "WorkOutcome",
+    "load_harness",
+    "run_item",
+    "run_item_bounded",
+]
 
-Outcome = Literal["ok", "error", "timeout", "lost"]
+CallStatus = Literal["ok", "error", "timeout", "lost"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ class WorkOutcome:
     """
 
     index: int
-    kind: Outcome
+    kind: CallStatus
     output: RunOutput | None = None
     error: str | None = None
     duration_s: float = 0.0
@@ -234,7 +244,7 @@ def _run_item(fn: Callable[..., Any], item: WorkItem) -> WorkOutcome:
         if inspect.isawaitable(raw):
             raw = asyncio.run(_awaited(raw))
     except BaseException as exc:
-        kind: Outcome = "timeout" if isinstance(exc, AttemptTimeout) else "error"
+        kind: CallStatus = "timeout" if isinstance(exc, AttemptTimeout) else "error"
         return WorkOutcome(item.index, kind, None, f"{type(exc).__name__}: {exc}",
                            time.monotonic() - start)
     duration = time.monotonic() - start

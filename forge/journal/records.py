@@ -24,7 +24,7 @@ the file, the line and the version. A new optional field is one field with a def
 here; a new kind is one class here, added to :data:`JournalRecord`.
 
 Gates: the search decides with :class:`forge.gates.checks.GateResult` (whose ``details`` feed
-the blocks beside it: ``dev``, ``val``, ``aux``) and journals a :class:`Gate`, the
+the blocks beside it: ``dev``, ``val``, ``aux``) and journals a :class:`GateRecord`, the
 ``{name, passed, reason}`` that ``forge journal show --json`` promises; only the test
 record's start-to-final checks (:class:`AuxCheck`) keep their details, which no other
 block repeats.
@@ -68,7 +68,7 @@ __all__ = [
     "DevBlock",
     "EndRecord",
     "FirstFailure",
-    "Gate",
+    "GateRecord",
     "JournalRecord",
     "JournalRecordBase",
     "PairedStats",
@@ -77,12 +77,12 @@ __all__ = [
     "ScreenBlock",
     "SplitDelta",
     "StartRecord",
+    "StepVerdict",
     "StopReason",
     "StopRecord",
     "TestRecord",
     "UnscoredCounts",
     "ValBlock",
-    "Verdict",
     "parse_record",
 ]
 
@@ -99,7 +99,7 @@ VOLATILE = frozenset({"at", "elapsed_s"})
 #: record reads back and writes out type for type (pydantic's ``float`` makes 0 into 0.0).
 Number = int | float
 
-Verdict = Literal["promoted", "rejected", "skipped"]
+StepVerdict = Literal["promoted", "rejected", "skipped"]
 #: ``start_failed``: every attempt of the start config's first evaluation failed (no
 #: score to improve on); journals from before it never hold it.
 StopReason = Literal["max_steps", "patience", "budget_rollouts", "budget_cost",
@@ -112,7 +112,7 @@ class _Block(BaseModel):
 
 # -- blocks ------------------------------------------------------------------------------------
 
-class Gate(_Block):
+class GateRecord(_Block):
     """One gate's verdict as a candidate record keeps it."""
 
     name: str
@@ -120,12 +120,12 @@ class Gate(_Block):
     reason: str
 
     @classmethod
-    def of(cls, result: GateResult, *, reason: str | None = None) -> Gate:
+    def of(cls, result: GateResult, *, reason: str | None = None) -> GateRecord:
         return cls(name=result.name, passed=result.passed,
                    reason=result.reason if reason is None else reason)
 
 
-class AuxCheck(Gate):
+class AuxCheck(GateRecord):
     """An auxiliary tolerance checked from the start config to the final one on test."""
 
     details: dict[str, Number | str | None] = Field(default_factory=dict)
@@ -377,7 +377,7 @@ class CandidateRecord(JournalRecordBase):
     proposer: str
     reason: str
     incumbent: str
-    verdict: Verdict
+    verdict: StepVerdict
     candidate: str | None = None
     dev: DevBlock | None = None
     val: ValBlock | None = None
@@ -398,7 +398,7 @@ class CandidateRecord(JournalRecordBase):
     #: confirmation while other moves were screened (:mod:`forge.search.deferral`; absent: it
     #: was confirmed when it passed).
     deferred: str | None = None
-    gates: list[Gate] = Field(default_factory=list)
+    gates: list[GateRecord] = Field(default_factory=list)
     gates_not_run: list[str] = Field(default_factory=list)
     why: str | None = None
     rollouts_total: int | None = None

@@ -34,7 +34,7 @@ from forge.journal import RunInfo, load_run, read_records
 from forge.journal.records import (
     CandidateRecord,
     EndRecord,
-    Gate,
+    GateRecord,
     PairedStats,
     PromotedMove,
     ProposalInvalidRecord,
@@ -328,7 +328,7 @@ def aux_changes(record: CandidateRecord) -> list[AuxChange]:
             for metric, d in record.aux.items() if d.before is not None and d.after is not None]
 
 
-def failing_gates(record: CandidateRecord) -> list[Gate]:
+def failing_gates(record: CandidateRecord) -> list[GateRecord]:
     """The gates this candidate failed, in journal order."""
     return [g for g in record.gates if not g.passed]
 

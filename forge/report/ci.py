@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from forge._util.files import atomic_write_text
-from forge.ci.baseline import GateReport, percent
+from forge.ci.baseline import CiReport, percent
 
 __all__ = [
     "JUNIT_SUITE",
@@ -31,7 +31,7 @@ JUNIT_SUITE = "forge-gate"
 MARKDOWN_TASK_CAP = 10
 
 
-def markdown_summary(report: GateReport, *, cap: int = MARKDOWN_TASK_CAP) -> str:
+def markdown_summary(report: CiReport, *, cap: int = MARKDOWN_TASK_CAP) -> str:
     """A CI step summary: heading, one table row per gate, then each failing gate's
     tasks (at most ``cap`` each, worst first)."""
     r = report.result
@@ -60,7 +60,7 @@ def markdown_summary(report: GateReport, *, cap: int = MARKDOWN_TASK_CAP) -> str
     return "\n".join(lines) + "\n"
 
 
-def junit_xml(report: GateReport) -> str:
+def junit_xml(report: CiReport) -> str:
     """JUnit XML: one testsuite ``forge-gate``; one testcase per gate and, for a
     failing gate, one more testcase per failing task."""
     cases: list[ET.Element] = []
@@ -99,7 +99,7 @@ def junit_xml(report: GateReport) -> str:
         root, encoding="unicode") + "\n"
 
 
-def write_junit(report: GateReport, path: str | Path) -> None:
+def write_junit(report: CiReport, path: str | Path) -> None:
     """Write the JUnit XML atomically: a CI reader never sees half a file."""
     atomic_write_text(path, junit_xml(report))
 

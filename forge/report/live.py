@@ -37,7 +37,7 @@ from forge.stats.power import Power
 if TYPE_CHECKING:
     from forge.search.outcome import SearchOutcome
 
-__all__ = ["SearchView", "clock", "live_progress", "phrase_lines", "render_progress"]
+__all__ = ["LiveView", "clock", "live_progress", "phrase_lines", "render_progress"]
 
 _VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
 #: The start-to-final tolerance check on test, by its status (version 1: passed or not).
@@ -55,7 +55,7 @@ def _safe(text: str) -> str:
     return escape(printable(text))
 
 
-class SearchView:
+class LiveView:
     """Renders journal records on a console as the search writes them."""
 
     def __init__(self, console: Console) -> None:

@@ -47,7 +47,7 @@ __all__ = [
 
 RUNTIME_FORMAT_VERSION: Literal[1] = 1
 
-Outcome = Literal["observed", "applied", "refused", "no_rule"]
+JournalOutcome = Literal["observed", "applied", "refused", "no_rule"]
 
 
 class _Record(BaseModel):
@@ -67,7 +67,7 @@ class RuntimeSignalRecord(_Record):
     signal: str
     rule: RuntimeRule | None = None
     move: Move | None = None
-    outcome: Outcome
+    outcome: JournalOutcome
     inverse: Move | None = None
     reason: str | None = None
 

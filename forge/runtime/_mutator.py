@@ -57,8 +57,12 @@ from forge.config.registry import (
     same_value,
 )
 from forge.errors import OptionError, RuntimeMutatorError
-from forge.runtime._journal import Outcome as JournalOutcome
-from forge.runtime._journal import RuntimeEndRecord, RuntimeJournal, RuntimeSignalRecord
+from forge.runtime._journal import (
+    JournalOutcome,
+    RuntimeEndRecord,
+    RuntimeJournal,
+    RuntimeSignalRecord,
+)
 
 __all__ = [
     "JOURNAL_ENV",

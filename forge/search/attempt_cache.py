@@ -1,11 +1,11 @@
 """The attempt cache of a search: attempts from the store or run now, counted once.
 
-:class:`Rollouts` hands out attempts of (config, seed stream, tasks, attempt
+:class:`AttemptCache` hands out attempts of (config, seed stream, tasks, attempt
 indices), running only those the store does not hold, and counts every attempt
 the search asked for once toward the rollout and cost budgets, whether it ran now
 or was found in the store (so a resumed search spends what an uninterrupted one did).
 
-It runs nothing itself: :meth:`Rollouts.fetch` is a generator that yields a
+It runs nothing itself: :meth:`AttemptCache.fetch` is a generator that yields a
 :class:`RolloutRequest` for the attempts the store lacks and takes their results back,
 so that the search built on it is an ask/tell object (:class:`forge.search.Search`):
 whoever drives it runs each request where it likes.
@@ -26,7 +26,7 @@ from forge.journal.store import AttemptStore
 from forge.results.failures import FailureTally
 from forge.results.model import AttemptResult, TaskAttempts
 
-__all__ = ["Fetch", "RolloutRequest", "Rollouts", "drive"]
+__all__ = ["AttemptCache", "Fetch", "RolloutRequest", "drive"]
 
 _T = TypeVar("_T")
 
@@ -52,7 +52,7 @@ class RolloutRequest:
 Fetch = Generator[RolloutRequest, Sequence[AttemptResult], _T]
 
 
-class Rollouts:
+class AttemptCache:
     """Attempts for the search, from the store or run now; ``used`` counts requests."""
 
     def __init__(self, bench: Bench, store: AttemptStore) -> None:

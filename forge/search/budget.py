@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from forge.bench.loader import BudgetSettings
 from forge.journal.records import StopReason
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import AttemptCache
 
 __all__ = ["Budget"]
 
@@ -24,7 +24,7 @@ __all__ = ["Budget"]
 class Budget:
     """What a search may still spend; ``rollouts`` counts what it has spent."""
 
-    def __init__(self, settings: BudgetSettings, rollouts: Rollouts, *, slack: int,
+    def __init__(self, settings: BudgetSettings, rollouts: AttemptCache, *, slack: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.rollouts = rollouts
@@ -39,7 +39,7 @@ class Budget:
         return self._clock() - self._t0
 
     def left(self) -> int | None:
-        """Rollouts left (None: no rollout budget)."""
+        """AttemptCache left (None: no rollout budget)."""
         cap = self.settings.rollouts
         return None if cap is None else max(0, cap - self.rollouts.used)
 

@@ -25,11 +25,11 @@ from forge.journal.records import (
     AnyRecord,
     CandidateRecord,
     DevBlock,
-    Gate,
+    GateRecord,
 )
 from forge.proposers import Proposal
 from forge.proposers.base import EvaluatedConfig, Proposer
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.search.deferral import Deferrals, Held, confirmation_cost, unrun_share
@@ -57,7 +57,7 @@ class StepCandidates(ABC):
     start: Config
     proposer: Proposer
     options: SearchOptions
-    rollouts: Rollouts
+    rollouts: AttemptCache
     screening: Screening
     budget: Budget
     deferrals: Deferrals
@@ -143,7 +143,7 @@ class StepCandidates(ABC):
             candidate = apply_move(self.bench.registry, incumbent, proposal.move)
         except Exception as exc:  # an illegal proposal is journaled, never applied
             self._emit(head(verdict="rejected", gates=[
-                Gate(name="legal", passed=False, reason=str(exc))]))
+                GateRecord(name="legal", passed=False, reason=str(exc))]))
             return False
         key = self.places.tried_key(incumbent, proposal.move, self.round)
         if key in tried:
@@ -327,7 +327,7 @@ class StepCandidates(ABC):
             dev=DevBlock(screen=screened.block, confirm=outcome.confirm_block(self._confirmations),
                          before=outcome.dev_means[0], after=outcome.dev_means[1]),
             val=outcome.val_block(), aux=outcome.aux_blocks(),
-            gates=[Gate.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,
+            gates=[GateRecord.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,
             rollouts=screened.rollouts + outcome.rollouts, tasks_screened=screened.tasks,
             screening_rollouts=screened.rollouts, looks=outcome.looks,
             why="budget spent during confirmation" if outcome.status == "budget" else None,

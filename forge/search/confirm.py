@@ -65,7 +65,7 @@ from forge.gates import (
 )
 from forge.gates.checks import GateResult
 from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.budget import Budget
 from forge.search.confirm_outcome import (
     ConfirmOutcome,
@@ -116,7 +116,7 @@ class Confirmation:
     :data:`~forge.search.attempt_cache.Fetch`: a driver answers its rollout requests
     (:meth:`~forge.search.attempt_cache.Rollouts.drive`, or an ask/tell loop)."""
 
-    def __init__(self, rollouts: Rollouts, bench: Bench, *, incumbent: Config, start: Config,
+    def __init__(self, rollouts: AttemptCache, bench: Bench, *, incumbent: Config, start: Config,
                  candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
                  budget: Budget, fresh: range | None = None,

@@ -47,7 +47,7 @@ from statistics import NormalDist
 from forge.config.registry import Config
 from forge.core.task import Task
 from forge.journal.records import CandidateRecord
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import AttemptCache
 from forge.search.screening import Screen
 
 __all__ = ["Deferrals", "confirmation_cost", "unrun_share"]
@@ -69,7 +69,7 @@ def confirmation_cost(screen: Screen, *, level: float, min_effect: float, attemp
     return (1.0 + unrun) * attempts * (z * sd / gain) ** 2
 
 
-def unrun_share(rollouts: Rollouts, incumbent: Config, dev: Sequence[Task],
+def unrun_share(rollouts: AttemptCache, incumbent: Config, dev: Sequence[Task],
                 val: Sequence[Task], attempts: range) -> float:
     """The share of ``incumbent``'s ``attempts`` on the ``dev`` and ``val`` tasks a
     confirmation reads first that no screening or confirmation has run yet."""

@@ -29,7 +29,7 @@ from forge.journal.records import (
 )
 from forge.results.failures import unscored_counts
 from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.outcome import SearchOutcome
 from forge.stats.paired import PairedTest, paired_test
 from forge.stats.pairs import score_deltas
@@ -42,7 +42,7 @@ class Ending:
     """What the end of one search reads and writes."""
 
     bench: Bench
-    rollouts: Rollouts
+    rollouts: AttemptCache
     run_id: str
     start: Config
     k: int

@@ -61,7 +61,7 @@ from forge.proposers.base import EvaluatedConfig
 from forge.report.dashboard import DashboardStudy
 from forge.results.failures import failure_stop
 from forge.results.model import AttemptResult, TaskAttempts
-from forge.search.attempt_cache import Fetch, RolloutRequest, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch, RolloutRequest
 from forge.search.budget import Budget
 from forge.search.candidates import Promoted, StepCandidates
 from forge.search.deferral import Deferrals
@@ -70,8 +70,7 @@ from forge.search.memory import MoveMemory
 from forge.search.options import CHUNKS, PRECISION_ROUNDS, SCREEN_ALPHA, SearchOptions
 from forge.search.outcome import STOP_TEXT, SearchOutcome
 from forge.search.places import Places, TriedKey
-from forge.search.progress import Ending as ProgressEnding
-from forge.search.progress import SearchProgress
+from forge.search.progress import RunExit, SearchProgress
 from forge.search.proposals import StepProposals
 from forge.search.screening import Screening
 from forge.stats.paired import Interval, mean_interval
@@ -171,7 +170,7 @@ class Search(StepCandidates):
         <forge.search.attempt_cache.RolloutRequest.run>` on a session, or anywhere)."""
         # A damaged line mid-file raises JournalError: not something to run over.
         store = AttemptStore(store_file(self.folder))
-        self.rollouts = Rollouts(self.bench, store)
+        self.rollouts = AttemptCache(self.bench, store)
         #: The rollout budget holds to within one chunk of two configs' attempts.
         self.budget = Budget(self.options.budget, self.rollouts,
                              slack=2 * self.options.k * self.chunk)
@@ -227,7 +226,7 @@ class Search(StepCandidates):
             self.begin()
             self.progress.attach(self.rollouts, session)
             self.progress.begin()
-            ending: ProgressEnding = "failed"
+            ending: RunExit = "failed"
             try:
                 while (request := self.ask()) is not None:
                     self.tell(request, request.run(session))

@@ -32,9 +32,9 @@ from typing import Literal
 from forge.config.moves import Move
 from forge.config.registry import Scalar
 
-__all__ = ["MoveKey", "MoveMemory", "MoveNote", "Outcome", "move_key"]
+__all__ = ["MoveFate", "MoveKey", "MoveMemory", "MoveNote", "move_key"]
 
-Outcome = Literal["futile", "weak", "screened", "refused", "promoted"]
+MoveFate = Literal["futile", "weak", "screened", "refused", "promoted"]
 
 #: A move without its ``before``: the setting and the value it takes, type-exact.
 MoveKey = tuple[str, str, Scalar]
@@ -50,7 +50,7 @@ class MoveNote:
 
     step: int
     incumbent: str
-    outcome: Outcome
+    outcome: MoveFate
     screen_effect: float | None = None
     screen_se: float | None = None
     gate: str | None = None  # the refusing gate: "dev", "val", "aux:cost", "floor:x"

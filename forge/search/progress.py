@@ -22,15 +22,15 @@ from forge.config.registry import Config
 from forge.evaluation.session import Session
 from forge.results.failures import FailureTally
 from forge.results.model import AttemptResult
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import AttemptCache
 from forge.stats.paired import Interval
 
-__all__ = ["Ending", "Phase", "SearchProgress"]
+__all__ = ["Phase", "RunExit", "SearchProgress"]
 
 Phase = Literal["starting", "start", "screening", "confirming", "test", "done"]
 #: How a search ended: it finished (whatever its stop reason), a signal interrupted it,
 #: or an error ended it (an executor lost, a disk full).
-Ending = Literal["finished", "interrupted", "failed"]
+RunExit = Literal["finished", "interrupted", "failed"]
 
 
 def _move_text(move: Move) -> str:
@@ -43,7 +43,7 @@ class SearchProgress:
     thread, read by the view's: each field is replaced whole, never mutated in place."""
 
     budget_rollouts: int | None = None
-    #: Rollouts of the test split after the search (start and final, every test task
+    #: AttemptCache of the test split after the search (start and final, every test task
     #: k times): the rollout budget does not include them, the time left does.
     test_rollouts: int = 0
     phase: Phase = "starting"
@@ -64,12 +64,12 @@ class SearchProgress:
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     #: How the search ended (set with ``phase`` "done"), and why it stopped if it did.
-    ending: Ending | None = None
+    ending: RunExit | None = None
     stop_reason: str | None = None
     #: The command that resumes this run, shown if a signal interrupts it (set by the
     #: command line, which knows the journals folder).
     resume: str | None = None
-    _rollouts: Rollouts | None = None
+    _rollouts: AttemptCache | None = None
     _candidate: str | None = None
     _positions: dict[str, int] = field(default_factory=dict)  # the step's moves: M of N
     _executed: int = 0  # attempts this process ran, counted as each one ends
@@ -85,7 +85,7 @@ class SearchProgress:
 
     # -- what the search tells it ------------------------------------------------------
 
-    def attach(self, rollouts: Rollouts, session: Session) -> None:
+    def attach(self, rollouts: AttemptCache, session: Session) -> None:
         """Follow ``rollouts`` (its budget count) and ``session`` (each batch as it
         starts, each attempt as it ends)."""
         self._rollouts = rollouts
@@ -121,7 +121,7 @@ class SearchProgress:
             self.on_begin()
         self.changed()
 
-    def end(self, ending: Ending = "finished") -> None:
+    def end(self, ending: RunExit = "finished") -> None:
         """The search has ended, however it ended (``ending`` says how)."""
         self.finished = time.monotonic()
         self.phase, self.ending = "done", ending
@@ -178,7 +178,7 @@ class SearchProgress:
 
     @property
     def spent(self) -> int:
-        """Rollouts counted toward the budget, with those of the batch now running."""
+        """AttemptCache counted toward the budget, with those of the batch now running."""
         if self._rollouts is None:
             return 0
         running = max(0, self._executed - self._rollouts.executed)

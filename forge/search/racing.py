@@ -37,7 +37,7 @@ from typing import Literal
 from forge.config.registry import Config
 from forge.core.task import Task
 from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.budget import Budget
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.stats.pairs import score_deltas, score_pairs
@@ -86,7 +86,7 @@ def _chunk_status(test: PairedTest, inc: TaskAttempts, cand: TaskAttempts, *, se
     return None
 
 
-def race(rollouts: Rollouts, incumbent: Config, candidate: Config, order: Sequence[Task], *,
+def race(rollouts: AttemptCache, incumbent: Config, candidate: Config, order: Sequence[Task], *,
          chunk: int, k: int, alpha: float, min_effect: float, budget: Budget,
          beyond: Beyond | None = None) -> Fetch[RaceOutcome]:
     """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
@@ -148,7 +148,7 @@ def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
     return False
 
 
-def no_worse(rollouts: Rollouts, incumbent: Config, nearer: Config, farther: Config,
+def no_worse(rollouts: AttemptCache, incumbent: Config, nearer: Config, farther: Config,
              order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
              alpha: float, min_effect: float, budget: Budget, beyond: Beyond | None = None
              ) -> Fetch[RaceOutcome]:

@@ -30,11 +30,11 @@ from forge.bench.loader import Bench
 from forge.config.registry import Config
 from forge.core.task import Task
 from forge.gates.checks import aux_text
-from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, Gate, ScreenBlock
+from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, GateRecord, ScreenBlock
 from forge.proposers import Proposal
-from forge.search.attempt_cache import Fetch, Rollouts
+from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.budget import Budget
-from forge.search.memory import MoveMemory, MoveNote, Outcome
+from forge.search.memory import MoveFate, MoveMemory, MoveNote
 from forge.search.racing import RaceOutcome, no_worse, race
 from forge.stats.paired import PairedTest, paired_test
 from forge.stats.pairs import metric_deltas, regression_allowance, regressions
@@ -84,7 +84,7 @@ class Screen:
 class Screening:
     """Screens candidates of one search (its rollouts, memory and journal)."""
 
-    def __init__(self, *, bench: Bench, rollouts: Rollouts, start: Config, memory: MoveMemory,
+    def __init__(self, *, bench: Bench, rollouts: AttemptCache, start: Config, memory: MoveMemory,
                  order: list[Task], chunk: int, k: int, alpha: float,
                  budget: Budget, emit: Callable[[AnyRecord], Any],
                  standing: Callable[[str], float]) -> None:
@@ -122,11 +122,11 @@ class Screening:
             why = ("cannot plausibly improve (futility)" if outcome.status == "futile"
                    else f"no dev improvement clear enough to confirm (p >= "
                         f"{self.alpha:g} within reach on the screening tasks)")
-            self.emit(head(verdict="rejected", why=why, gates=[Gate(
+            self.emit(head(verdict="rejected", why=why, gates=[GateRecord(
                 name="dev", passed=False,
                 reason=f"{why}: screen {t.effect:+.3f}, p={t.p_value:.3g}, "
                        f"{outcome.tasks} tasks")], **common))
-            kind: Outcome = "futile" if outcome.status == "futile" else "weak"
+            kind: MoveFate = "futile" if outcome.status == "futile" else "weak"
             self.memory.record(move, MoveNote(step, incumbent.fingerprint, kind, t.effect,
                                               outcome.se))
             return screen
@@ -167,7 +167,7 @@ class Screening:
             move = nearer.proposal.move
             why = (f"scored below {move.target} {move.after!r} on a screening attempt: the "
                    "nearer value stands")
-            self.emit(head(verdict="rejected", why=why, gates=[Gate(
+            self.emit(head(verdict="rejected", why=why, gates=[GateRecord(
                 name="dev", passed=False, reason=f"{why} (screen {outcome.test.effect:+.3f}, "
                 f"{outcome.tasks} tasks run)")], **common))
             return screen
@@ -202,7 +202,7 @@ class Screening:
             return None
         t = outcome.test
         self.emit(head(verdict="rejected", gates=[
-            Gate(name=name, passed=False, reason=f"{text} (on the {outcome.tasks} "
+            GateRecord(name=name, passed=False, reason=f"{text} (on the {outcome.tasks} "
                  "screening tasks, vs the start config)") for name, text in broken],
             why=f"its screening data against the start config put "
                 f"{', '.join(name.removeprefix('aux:') for name, _ in broken)} past the "

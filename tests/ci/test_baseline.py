@@ -14,12 +14,12 @@ from conftest import assert_user_error as assert_one_line_error
 from conftest import run_forge as forge
 
 from forge.ci.baseline import (
-    GateOptions,
-    aggregate_gate,
-    regression_gate,
-    run_gates,
-    task_floor_gate,
-    unscored_gate,
+    CheckOptions,
+    aggregate_check,
+    regression_check,
+    run_checks,
+    task_floor_check,
+    unscored_share_check,
 )
 from forge.cli import main
 from forge.errors import IncomparableError, UserError
@@ -78,30 +78,30 @@ GOOD: Outcomes = {"t1": [True, True, True, False], "t2": [True, True, False, Fal
 def test_aggregate_gate_ignores_unscored_attempts() -> None:
     # 2 of 2 scored pass; two errors are not zeros, so the pass rate is 100%.
     r = make_result({"t": [True, None, True, None]})
-    g = aggregate_gate(r, 1.0)
+    g = aggregate_check(r, 1.0)
     assert g.passed
     assert "100.0%" in g.reason and "2 unscored attempts not counted" in g.reason
 
 
 def test_aggregate_gate_fails_below_threshold_and_on_nothing_scored() -> None:
     r = make_result(GOOD)  # task rates 0.75 and 0.5: mean 0.625
-    assert aggregate_gate(r, 0.625).passed  # the threshold itself passes
-    low = aggregate_gate(r, 0.7)
+    assert aggregate_check(r, 0.625).passed  # the threshold itself passes
+    low = aggregate_check(r, 0.7)
     assert not low.passed and "62.5% < 70.0%" in low.reason
-    none = aggregate_gate(make_result({"t": [None, None]}), 0.0)
+    none = aggregate_check(make_result({"t": [None, None]}), 0.0)
     assert not none.passed and none.reason.startswith("nothing scored")
 
 
 def test_reason_never_shows_two_equal_numbers_for_different_values() -> None:
-    g = aggregate_gate(make_result({"t": [True, True, False]}), 0.6667)  # 2/3 < 0.6667
+    g = aggregate_check(make_result({"t": [True, True, False]}), 0.6667)  # 2/3 < 0.6667
     assert not g.passed
     assert "66.667% < 66.670%" in g.reason
 
 
 def test_unscored_gate_names_the_tasks_with_unscored_attempts() -> None:
     r = make_result({"t1": [True, None, None], "t2": [True, True], "t3": [None, False]})
-    assert unscored_gate(r, 3).passed
-    g = unscored_gate(r, 2)
+    assert unscored_share_check(r, 3).passed
+    g = unscored_share_check(r, 2)
     assert not g.passed
     assert "3 unscored attempts > 2 allowed" in g.reason and "error 3" in g.reason
     assert [f.task_id for f in g.failing] == ["t1", "t3"]  # most unscored first
@@ -111,8 +111,8 @@ def test_unscored_gate_names_the_tasks_with_unscored_attempts() -> None:
 def test_task_floor_gate_fails_low_tasks_and_tasks_with_nothing_scored() -> None:
     r = make_result({"ok": [True, True], "low": [True, False, False, False],
                      "dead": [None, None], "edge": [True, False]})
-    assert task_floor_gate(make_result(GOOD), 0.5).passed
-    g = task_floor_gate(r, 0.5)
+    assert task_floor_check(make_result(GOOD), 0.5).passed
+    g = task_floor_check(r, 0.5)
     assert not g.passed
     assert [f.task_id for f in g.failing] == ["dead", "low"]  # unmeasured first, then worst
     assert g.failing[0].detail.startswith("nothing scored")
@@ -125,8 +125,8 @@ def test_regression_gate_pairs_by_seed_and_lists_unshared_tasks() -> None:
                         "gone": [True, True]})
     cur = make_result({"t1": [True, True, False, True], "t2": [True, False, True, False],
                        "new": [False, False]})
-    assert regression_gate(cur, base, 0.25).passed  # a drop of exactly max-drop passes
-    g = regression_gate(cur, base, 0.0)
+    assert regression_check(cur, base, 0.25).passed  # a drop of exactly max-drop passes
+    g = regression_check(cur, base, 0.0)
     assert not g.passed
     assert [f.task_id for f in g.failing] == ["t1"]
     assert g.failing[0].value == pytest.approx(0.25)
@@ -140,7 +140,7 @@ def test_regression_gate_compares_only_seeds_scored_in_both() -> None:
     # left out, and on the two seeds scored in both nothing changed.
     base = make_result({"t": [True, False, True, True], "u": [True]})
     cur = make_result({"t": [True, False, None, None], "u": [None]})
-    g = regression_gate(cur, base, 0.0)
+    g = regression_check(cur, base, 0.0)
     assert g.passed
     assert any("nothing scored on one side" in n and "u" in n for n in g.notes)
 
@@ -151,19 +151,19 @@ def test_regression_gate_compares_another_seed_unpaired() -> None:
     base = make_result({"t1": [True] * 8, "t2": [True] * 8, "t3": [True, False] * 4})
     same = make_result({"t1": [True] * 8, "t2": [True] * 7 + [False],
                         "t3": [False, True] * 4}, seed=2)
-    g = regression_gate(same, base, 0.0)
+    g = regression_check(same, base, 0.0)
     assert g.passed  # a drop of 1 in 8 is noise at K = 8, not evidence
     assert "0 tasks compared by seed, 3 unpaired at α=0.05" in g.reason
     assert any("compared unpaired" in n and "seed 1" in n and "seed 2" in n for n in g.notes)
     worse = make_result({"t1": [False] * 8, "t2": [True] * 8, "t3": [True, False] * 4},
                         seed=2)
-    g = regression_gate(worse, base, 0.0)
+    g = regression_check(worse, base, 0.0)
     assert not g.passed
     assert [f.task_id for f in g.failing] == ["t1"]
     assert "8/8 → 0/8, unpaired: drop at least" in g.failing[0].detail
     assert g.failing[0].value == pytest.approx(1.0)
     # A drop that a margin allows passes; the margin is part of the test, not a shift.
-    assert regression_gate(worse, base, 1.0).passed
+    assert regression_check(worse, base, 1.0).passed
 
 
 def test_unpaired_mean_drop_fails_where_no_single_task_can() -> None:
@@ -171,7 +171,7 @@ def test_unpaired_mean_drop_fails_where_no_single_task_can() -> None:
     # the Bonferroni split, but the mean over 20 tasks is a clear regression.
     base = make_result({f"t{i:02d}": [True] * 4 for i in range(20)})
     cur = make_result({f"t{i:02d}": [True, False, False, False] for i in range(20)}, seed=2)
-    g = regression_gate(cur, base, 0.0)
+    g = regression_check(cur, base, 0.0)
     assert not g.passed
     assert g.failing == ()
     assert "mean drop over 20 unpaired tasks 75.0%" in g.reason
@@ -187,7 +187,7 @@ def test_unpaired_gate_fails_an_unchanged_config_at_most_alpha() -> None:
                             for i, p in enumerate(rates)}, seed=seed)
 
     runs = 300  # 2.8% of 1,500 runs fail; without the Bonferroni split, half of them
-    failures = sum(not regression_gate(sample(2), sample(1), 0.0).passed for _ in range(runs))
+    failures = sum(not regression_check(sample(2), sample(1), 0.0).passed for _ in range(runs))
     assert failures / runs <= 0.05
 
 
@@ -195,27 +195,27 @@ def test_nothing_compared_is_refused_not_passed() -> None:
     base = make_result({"t1": [None, None], "t2": [None]})
     cur = make_result({"t1": [True, True], "t2": [True]}, seed=2)
     with pytest.raises(IncomparableError, match="no task scored in both"):
-        regression_gate(cur, base, 0.0, names=("baseline b.json", "current c.json"))
+        regression_check(cur, base, 0.0, names=("baseline b.json", "current c.json"))
 
 
 def test_regression_gate_refuses_other_environments() -> None:
     with pytest.raises(IncomparableError):
-        regression_gate(make_result(GOOD), make_result(GOOD, env="f" * 64), 0.1)
+        regression_check(make_result(GOOD), make_result(GOOD, env="f" * 64), 0.1)
     with pytest.raises(IncomparableError, match="no env fingerprint"):
-        regression_gate(make_result(GOOD, env=None), make_result(GOOD, env=None), 0.1)
+        regression_check(make_result(GOOD, env=None), make_result(GOOD, env=None), 0.1)
 
 
 @pytest.mark.parametrize("options", [{"min_pass_rate": 1.5}, {"task_floor": -0.1},
                                      {"max_drop": float("nan")}, {"max_unscored": -1}])
 def test_options_out_of_range_are_refused(options: dict[str, float]) -> None:
     with pytest.raises(UserError):
-        GateOptions(**options)  # type: ignore[arg-type]
+        CheckOptions(**options)  # type: ignore[arg-type]
 
 
 def test_only_requested_gates_run_in_a_fixed_order() -> None:
     r = make_result(GOOD)
-    assert [g.name for g in run_gates(r).gates] == ["aggregate"]
-    report = run_gates(r, options=GateOptions(task_floor=0.1, max_unscored=0), baseline=r)
+    assert [g.name for g in run_checks(r).gates] == ["aggregate"]
+    report = run_checks(r, options=CheckOptions(task_floor=0.1, max_unscored=0), baseline=r)
     assert [g.name for g in report.gates] == ["aggregate", "unscored", "task_floor",
                                               "regression"]
     assert report.passed and report.exit_code == 0
@@ -435,7 +435,7 @@ def test_append_step_summary_is_a_no_op_without_the_variable() -> None:
 
 def test_markdown_escapes_table_cells() -> None:
     r = make_result({"a|b": [False, True]})
-    md = markdown_summary(run_gates(r, options=GateOptions(task_floor=0.9)))
+    md = markdown_summary(run_checks(r, options=CheckOptions(task_floor=0.9)))
     assert "- `a|b`:" in md  # a list item, not a table cell: kept as is
     table = [line for line in md.splitlines() if line.startswith("| task_floor")]
     assert table == ["| task_floor | ❌ fail | 1 of 1 tasks below 90.0% |"]

@@ -13,7 +13,12 @@ from conftest import assert_user_error
 from conftest import run_forge as forge
 
 from ci.test_baseline import Outcomes, make_result, saved
-from forge.ci.baseline import DEFAULT_MAX_UNSCORED_RISE, GateOptions, run_gates, unscored_gate
+from forge.ci.baseline import (
+    DEFAULT_MAX_UNSCORED_RISE,
+    CheckOptions,
+    run_checks,
+    unscored_share_check,
+)
 from forge.errors import IncomparableError, UserError
 
 CLEAN: Outcomes = {f"dev-{i:02d}": [True, True, False, True] for i in range(24)}
@@ -33,8 +38,8 @@ def no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_with_a_baseline_the_unscored_gate_runs_by_default() -> None:
     r = make_result(CLEAN)
-    assert [g.name for g in run_gates(r).gates] == ["aggregate"]  # nothing to compare with
-    report = run_gates(make_result(_failing()), baseline=r)
+    assert [g.name for g in run_checks(r).gates] == ["aggregate"]  # nothing to compare with
+    report = run_checks(make_result(_failing()), baseline=r)
     assert [(g.name, g.passed) for g in report.gates] == [
         ("aggregate", True), ("unscored", False), ("regression", True)]
     assert report.options.max_unscored_rise == DEFAULT_MAX_UNSCORED_RISE == 0.02
@@ -53,29 +58,29 @@ def test_the_count_and_the_share_combine_and_either_fails() -> None:
     base, cur = make_result(CLEAN), make_result(_failing(0.03, seed=2))
     n = cur.n_attempts - cur.n_scored
     assert n >= 1
-    both = unscored_gate(cur, n, baseline=base)
+    both = unscored_share_check(cur, n, baseline=base)
     assert both.passed and both.reason.endswith(f"; {n} unscored attempts ≤ {n} allowed")
-    count_only = unscored_gate(cur, n - 1, baseline=base)
+    count_only = unscored_share_check(cur, n - 1, baseline=base)
     assert not count_only.passed
     assert count_only.details["share"]["passed"] and not count_only.details["count"]["passed"]
-    share_only = unscored_gate(make_result(_failing()), 1000, baseline=base)
+    share_only = unscored_share_check(make_result(_failing()), 1000, baseline=base)
     assert not share_only.passed and share_only.details["count"]["passed"]
     with pytest.raises(ValueError, match="compare nothing"):
-        unscored_gate(cur)
+        unscored_share_check(cur)
 
 
 def test_the_allowance_is_an_option_and_one_disables_the_share() -> None:
     base, cur = make_result(CLEAN), make_result(_failing())
-    assert not run_gates(cur, baseline=base).gates[1].passed
-    assert run_gates(cur, baseline=base,
-                     options=GateOptions(max_unscored_rise=1.0)).gates[1].passed
+    assert not run_checks(cur, baseline=base).gates[1].passed
+    assert run_checks(cur, baseline=base,
+                     options=CheckOptions(max_unscored_rise=1.0)).gates[1].passed
     with pytest.raises(UserError, match="--max-unscored-rise"):
-        GateOptions(max_unscored_rise=1.5)
+        CheckOptions(max_unscored_rise=1.5)
 
 
 def test_results_of_other_environments_are_refused_by_the_unscored_gate_too() -> None:
     with pytest.raises(IncomparableError, match="different environments"):
-        unscored_gate(make_result(CLEAN), baseline=make_result(CLEAN, env="f" * 64))
+        unscored_share_check(make_result(CLEAN), baseline=make_result(CLEAN, env="f" * 64))
 
 
 def test_a_current_result_with_nothing_scored_fails_every_gate_it_meets(

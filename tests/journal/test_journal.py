@@ -23,7 +23,7 @@ from forge.journal import (
     read_records,
     write_run,
 )
-from forge.journal.records import CandidateRecord, Gate, StartRecord, StopRecord
+from forge.journal.records import CandidateRecord, GateRecord, StartRecord, StopRecord
 from forge.journal.run import RUN_FORMAT_VERSION
 from forge.secrets.masking import clear_secrets, register_secret
 
@@ -123,7 +123,7 @@ def test_replay_that_diverges_is_refused(tmp_path: Path) -> None:
 def test_replay_tells_true_from_one(tmp_path: Path) -> None:
     # A move to True and a move to 1 are different decisions, though Python's 1 == True.
     to_one, to_true = (Move(target="k", before=2, after=after) for after in (1, True))
-    gates = [Gate(name="dev", passed=True, reason="x")]
+    gates = [GateRecord(name="dev", passed=True, reason="x")]
     JournalWriter(tmp_path).write(candidate(move=to_one, inverse=to_one.inverse(), gates=gates))
     replay = JournalWriter(tmp_path)
     with pytest.raises(JournalError, match="resume diverged at record 1"):

@@ -23,7 +23,7 @@ from forge.journal.records import (
     ConfirmBlock,
     DevBlock,
     EndRecord,
-    Gate,
+    GateRecord,
     PromotedMove,
     ProposalInvalidRecord,
     ScreenBlock,
@@ -77,7 +77,7 @@ def test_an_old_journal_reads_into_typed_records() -> None:
     assert promoted.move == Move(target="boost", before=False, after=True)
     assert promoted.inverse == promoted.move.inverse()
     assert [g.name for g in promoted.gates] == ["dev", "aux:cost", "val"]
-    assert all(isinstance(g, Gate) and g.passed for g in promoted.gates)
+    assert all(isinstance(g, GateRecord) and g.passed for g in promoted.gates)
     assert promoted.aux["cost"].direction == "lower"
     test = next(r for r in records if isinstance(r, TestRecord))
     assert test.aux and all(isinstance(a, AuxCheck) and a.details for a in test.aux)
@@ -162,7 +162,7 @@ def test_numbers_and_values_keep_their_type() -> None:
 
 
 def test_the_keys_come_in_one_order_kind_first_at_last() -> None:
-    record = candidate(rollouts=4, gates=[Gate(name="dev", passed=False, reason="x")])
+    record = candidate(rollouts=4, gates=[GateRecord(name="dev", passed=False, reason="x")])
     stamped = record.model_copy(update={"at": parse_record(
         old_lines()[0], file=HERE, line=1).at})
     keys = list(stamped.journal_json())

@@ -30,11 +30,11 @@ from forge.config.moves import Move
 from forge.config.registry import Registry, load_registry
 from forge.evaluation.session import Session
 from forge.journal.records import ProposalInvalidRecord, TestRecord, UnscoredCounts
-from forge.report.live import SearchView, clock, live_progress, render_progress
+from forge.report.live import LiveView, clock, live_progress, render_progress
 from forge.results.failures import FailureTally
 from forge.results.model import AttemptResult
 from forge.scorers import Score
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import AttemptCache
 from forge.search.launch import launch_search
 from forge.search.progress import SearchProgress
 from forge.stats.paired import Interval
@@ -59,9 +59,9 @@ METRICS = {"cost": {"direction": "lower", "max_increase": 0.25, "relative": True
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def fake_rollouts(used: int, executed: int) -> Rollouts:
+def fake_rollouts(used: int, executed: int) -> AttemptCache:
     """What SearchProgress reads of the attempt cache: its counts."""
-    return cast(Rollouts, SimpleNamespace(used=used, executed=executed,
+    return cast(AttemptCache, SimpleNamespace(used=used, executed=executed,
                                           failures=FailureTally()))
 
 
@@ -338,7 +338,7 @@ def test_the_panel_shows_the_share_of_failed_attempts_red_above_the_threshold() 
 
 def test_the_decision_lines_escape_what_a_harness_or_a_model_wrote() -> None:
     console = Console(width=200, record=True, color_system=None, file=io.StringIO())
-    view = SearchView(console)
+    view = LiveView(console)
     view.on_record(ProposalInvalidRecord(
         proposer="llm", category="bad_shape", reason="reply \x1b]0;owned\x07 [bold]x[/]",
         step=1, incumbent="f" * 64))
@@ -363,7 +363,7 @@ def test_the_test_line_names_the_tasks_it_left_out_and_both_configs_unscored() -
                         confidence=0.95, n_tasks=19, k=20, p_value_two_sided=1e-6,
                         unscored_start=start, unscored_final=final)
     console = Console(width=300, record=True, color_system=None, file=io.StringIO())
-    SearchView(console).on_record(record)
+    LiveView(console).on_record(record)
     lines = console.export_text().splitlines()
     assert lines[0].startswith("test 0.244 -> 1.000, Δ +0.685 (95% CI +0.494 .. +0.876)")
     assert lines[0].endswith(" · 19 of 26 tasks × 20 attempts")
@@ -373,7 +373,7 @@ def test_the_test_line_names_the_tasks_it_left_out_and_both_configs_unscored() -
                         "test-17 and 2 more)")
     # A journal of before the counts: the line as it was.
     console = Console(width=300, record=True, color_system=None, file=io.StringIO())
-    SearchView(console).on_record(record.model_copy(update={"unscored_start": None,
+    LiveView(console).on_record(record.model_copy(update={"unscored_start": None,
                                                             "unscored_final": None}))
     [line] = console.export_text().splitlines()
     assert line.endswith(" · 19 tasks × 20 attempts")
@@ -386,6 +386,6 @@ def test_the_test_line_escapes_the_task_ids_it_names() -> None:
     record = TestRecord(start=0.5, final=0.5, delta=0.0, confidence=0.95, n_tasks=1, k=2,
                         p_value_two_sided=1.0, unscored_start=counts, unscored_final=counts)
     console = Console(width=300, record=True, color_system=None, file=io.StringIO())
-    SearchView(console).on_record(record)
+    LiveView(console).on_record(record)
     text = console.export_text()
     assert "\x1b" not in text and "t-\\x1b[2J[bold]x[/]" in text

@@ -14,7 +14,7 @@ from conftest import search_tasks, write_search_bench
 from rich.console import Console
 
 from forge.journal.records import EndRecord, SplitDelta, StartRecord
-from forge.report.live import SearchView, phrase_lines
+from forge.report.live import LiveView, phrase_lines
 from forge.search.outcome import SearchOutcome
 from forge.stats.power import estimate_power
 
@@ -98,7 +98,7 @@ def _start(**fields: Any) -> StartRecord:
 
 def _shown(record: StartRecord) -> list[str]:
     console = Console(width=300, file=io.StringIO(), color_system=None, record=True)
-    SearchView(console).on_record(record)
+    LiveView(console).on_record(record)
     return _lines(console.export_text())
 
 
@@ -152,7 +152,7 @@ def test_the_summary_title_does_not_break_mid_phrase_at_80_columns() -> None:
                     rollouts_used=19876, dev=delta, val=delta, test=delta,
                     final_fingerprint="f", cost_total=0)
     console = Console(width=80, file=io.StringIO(), color_system=None, record=True)
-    SearchView(console).summary(SearchOutcome(end))
+    LiveView(console).summary(SearchOutcome(end))
     lines = console.export_text().splitlines()
     assert all(len(line) <= 80 for line in lines)
     for phrase in ("search triage-20261206-081723-614840", "budget_rollouts", "12 steps",

@@ -13,7 +13,7 @@ from typing import cast
 import pytest
 
 from forge.bench.loader import BudgetSettings
-from forge.search.attempt_cache import Rollouts
+from forge.search.attempt_cache import AttemptCache
 from forge.search.budget import Budget
 
 
@@ -37,7 +37,7 @@ def budget(spent: Spent, *, rollouts: int | None = None, cost: float | None = No
            wall_time_s: float | None = None, slack: int = 0, clock: Clock | None = None
            ) -> Budget:
     settings = BudgetSettings(rollouts=rollouts, cost=cost, wall_time_s=wall_time_s)
-    return Budget(settings, cast(Rollouts, spent), slack=slack, clock=clock or Clock())
+    return Budget(settings, cast(AttemptCache, spent), slack=slack, clock=clock or Clock())
 
 
 def test_without_a_rollout_budget_everything_is_allowed() -> None:

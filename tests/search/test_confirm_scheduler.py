@@ -19,7 +19,7 @@ from forge.bench.loader import Bench, BudgetSettings, load_bench
 from forge.config.registry import Config
 from forge.evaluation.session import Session
 from forge.journal.store import AttemptStore
-from forge.search.attempt_cache import RolloutRequest, Rollouts
+from forge.search.attempt_cache import AttemptCache, RolloutRequest
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 
@@ -58,7 +58,7 @@ def level(bench: Bench, value: int) -> Config:
     return bench.registry.with_values(bench.defaults, {"level": value})
 
 
-def confirmation(bench: Bench, rollouts: Rollouts, budget: Budget,
+def confirmation(bench: Bench, rollouts: AttemptCache, budget: Budget,
                  fresh: range | None = None) -> Confirmation:
     incumbent = level(bench, 0)
     return Confirmation(rollouts, bench, incumbent=incumbent, start=incumbent,
@@ -80,7 +80,7 @@ def cand_requests(bench: Bench, requests: list[RolloutRequest]) -> list[RolloutR
 
 def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, AttemptStore())
+    rollouts = AttemptCache(bench, AttemptStore())
     conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0))
     outcome, requests = drive(conf, session)
     assert outcome.status == "promoted" and outcome.pooled
@@ -102,7 +102,7 @@ def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
 
 def test_a_precision_round_reads_every_dev_task_on_fresh_attempts(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, AttemptStore())
+    rollouts = AttemptCache(bench, AttemptStore())
     conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0),
                         fresh=range(2 * K, 4 * K))
     outcome, requests = drive(conf, session)
@@ -115,7 +115,7 @@ def test_a_precision_round_reads_every_dev_task_on_fresh_attempts(
 
 def test_a_look_the_budget_does_not_allow_cuts_the_confirmation_short(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, AttemptStore())
+    rollouts = AttemptCache(bench, AttemptStore())
     # Room for the first chunk of both configs, and no slack past it.
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K), rollouts, slack=0)
     outcome, requests = drive(confirmation(bench, rollouts, budget), session)
@@ -130,7 +130,7 @@ def test_a_look_the_budget_does_not_allow_cuts_the_confirmation_short(
 
 def test_a_slack_of_a_chunk_lets_the_next_look_run_past_what_is_left(
         bench: Bench, session: Session) -> None:
-    rollouts = Rollouts(bench, AttemptStore())
+    rollouts = AttemptCache(bench, AttemptStore())
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K + 1), rollouts, slack=2 * CHUNK * K)
     outcome, requests = drive(confirmation(bench, rollouts, budget), session)
     # One rollout left after the first chunk: the val chunk (8 rollouts) fits its slack.

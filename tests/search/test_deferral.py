@@ -34,9 +34,9 @@ from forge.bench.loader import BudgetSettings, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.journal.records import CandidateRecord, parse_record
+from forge.proposers import LiveView as ProposerView
 from forge.proposers import Proposal, Proposer
-from forge.proposers import SearchView as ProposerView
-from forge.report.live import SearchView
+from forge.report.live import LiveView
 from forge.search.deferral import Deferrals, confirmation_cost
 from forge.search.launch import launch_search, resume_search
 from forge.search.loop import Search
@@ -178,7 +178,7 @@ def test_a_candidate_the_budget_cannot_prove_waits_while_a_larger_one_is_proven(
         assert on.final_config["big"] is True
         # The reviewer sees that it waited, and why, beside what became of it.
         console = Console(record=True, width=300, file=io.StringIO())
-        view = SearchView(console)
+        view = LiveView(console)
         for line, record in enumerate(on.records, 1):
             view.on_record(parse_record(record, file=Path("journal.jsonl"), line=line))
         assert f"· deferred: {small['deferred']}" in console.export_text()

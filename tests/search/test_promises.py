@@ -35,9 +35,9 @@ from forge.config.moves import Move, candidate_moves
 from forge.config.registry import Config
 from forge.evaluation.evaluate import evaluate
 from forge.journal.records import parse_record
+from forge.proposers import LiveView as ProposerView
 from forge.proposers import Proposal, Proposer, SweepProposer
-from forge.proposers import SearchView as ProposerView
-from forge.report.live import SearchView
+from forge.report.live import LiveView
 from forge.search.launch import launch_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
@@ -463,7 +463,7 @@ def test_a_close_decision_is_screened_again_on_more_attempts_and_confirmed_on_fr
                 # The reviewer sees which decision had the extra precision.
                 mark = f"(precision round {r['precision_round']})"
                 console = Console(record=True, width=200, file=io.StringIO())
-                view = SearchView(console)
+                view = LiveView(console)
                 for line, record in enumerate(outcome.records, 1):
                     view.on_record(parse_record(record, file=Path("journal.jsonl"), line=line))
                 assert mark in console.export_text()

@@ -21,7 +21,7 @@ from forge.config.registry import Config
 from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings
 from forge.journal.store import AttemptStore
-from forge.search.attempt_cache import Fetch, Rollouts, drive
+from forge.search.attempt_cache import AttemptCache, Fetch, drive
 from forge.search.budget import Budget
 from forge.search.racing import (
     EARLY_PASS_FACTOR,
@@ -89,8 +89,8 @@ def session(bench: Bench) -> Iterator[Session]:
 
 
 @pytest.fixture
-def cache(bench: Bench, tmp_path: Path) -> Rollouts:
-    return Rollouts(bench, AttemptStore(tmp_path / "attempts.jsonl"))
+def cache(bench: Bench, tmp_path: Path) -> AttemptCache:
+    return AttemptCache(bench, AttemptStore(tmp_path / "attempts.jsonl"))
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ Race = Callable[..., RaceOutcome]
 
 
 @pytest.fixture
-def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+def racer(bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
         session: Session) -> Race:
     """``racer(candidate_level, **race_options)`` against the incumbent, level 0, with no
     rollout budget unless the options give one."""
@@ -115,7 +115,7 @@ def racer(bench: Bench, cache: Rollouts, level: Callable[[int], Config],
     return run
 
 
-def budget(cache: Rollouts, left: int | None, slack: int = 0) -> Budget:
+def budget(cache: AttemptCache, left: int | None, slack: int = 0) -> Budget:
     """A budget with ``left`` rollouts left now (None: no rollout budget); built unchecked,
     as a bench could not say "0 rollouts" (a spent budget)."""
     cap = None if left is None else cache.used + left
@@ -161,7 +161,7 @@ def test_a_sparse_effect_passes_on_the_last_chunk_below_alpha(racer: Race) -> No
 
 
 def test_a_clear_loss_stops_after_the_first_chunk_as_futile(racer: Race, bench: Bench,
-                                                            cache: Rollouts) -> None:
+                                                            cache: AttemptCache) -> None:
     out = racer(2)
     assert out.status == "futile"
     assert out.tasks == CHUNK and out.test.effect == pytest.approx(-0.5)
@@ -218,7 +218,7 @@ def test_a_tolerance_out_of_reach_stops_the_race(racer: Race) -> None:
 
 
 def test_what_the_last_tolerance_check_runs_is_counted_in_the_race(
-        racer: Race, cache: Rollouts, bench: Bench, level: Callable[[int], Config],
+        racer: Race, cache: AttemptCache, bench: Bench, level: Callable[[int], Config],
         session: Session) -> None:
     # A passing candidate's tolerance is checked once more on every task it raced; the
     # check runs the start config (here level 5) where it has not run yet.
@@ -235,7 +235,7 @@ def test_what_the_last_tolerance_check_runs_is_counted_in_the_race(
 
 
 def test_a_race_stops_before_a_chunk_the_budget_does_not_allow(racer: Race,
-                                                               cache: Rollouts) -> None:
+                                                               cache: AttemptCache) -> None:
     nothing = racer(5, left=0)
     assert (nothing.status, nothing.tasks, nothing.rollouts) == ("budget", 0, 0)
     too_big = racer(5, left=2 * CHUNK * K - 1, slack=0)
@@ -249,7 +249,7 @@ def test_a_race_stops_before_a_chunk_the_budget_does_not_allow(racer: Race,
 
 
 def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
-        racer: Race, bench: Bench, cache: Rollouts) -> None:
+        racer: Race, bench: Bench, cache: AttemptCache) -> None:
     racer(4)
     executed = cache.executed
     out = racer(3)
@@ -268,7 +268,7 @@ def test_the_incumbent_runs_once_and_attempts_asked_for_again_cost_nothing(
 
 
 def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        racer: Race, bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
         session: Session) -> None:
     # Level 1 wins every even task; level 5 changes nothing, so against level 5 read as
     # the nearer value, level 1 is no worse anywhere (and better on the even tasks).
@@ -283,7 +283,7 @@ def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
 
 
 def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows_it(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        racer: Race, bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
         session: Session) -> None:
     nearer = racer(1)  # passes early: better on every even task
     assert nearer.status == "pass"
@@ -301,7 +301,7 @@ def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows
 
 
 def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        racer: Race, bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
         session: Session) -> None:
     nearer = racer(5)
     out = drive(session, no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
@@ -310,7 +310,7 @@ def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
 
 
 def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
-        racer: Race, bench: Bench, cache: Rollouts, level: Callable[[int], Config],
+        racer: Race, bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
         session: Session) -> None:
     nearer = racer(5)
     asked: list[int] = []

@@ -22,7 +22,7 @@ from forge.config.registry import Config
 from forge.evaluation.session import Session
 from forge.gates import UnscoredGate
 from forge.journal.store import AttemptStore
-from forge.search.attempt_cache import RolloutRequest, Rollouts
+from forge.search.attempt_cache import AttemptCache, RolloutRequest
 from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.stats.unscored import FailurePairs
@@ -64,7 +64,7 @@ def level(bench: Bench, value: int) -> Config:
 
 def confirm(bench: Bench, session: Session, *, incumbent: int, start: int, candidate: int
             ) -> tuple[ConfirmOutcome, list[RolloutRequest]]:
-    rollouts = Rollouts(bench, AttemptStore())
+    rollouts = AttemptCache(bench, AttemptStore())
     conf = Confirmation(rollouts, bench, incumbent=level(bench, incumbent),
                         start=level(bench, start), candidate=level(bench, candidate),
                         level=0.05, dev_order=bench.tasks("dev"), screen_tasks=8,
