@@ -16,8 +16,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from forge._util.interrupt import RunInterrupted, handling, received
-from forge.errors import EvaluationInterrupted, ForgeError, UserError
+from forge._util.interrupt import handling, received
+from forge.errors import EvaluationInterrupted, ForgeError, RunInterrupted, UserError
 
 if TYPE_CHECKING:
     import typer

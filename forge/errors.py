@@ -21,6 +21,7 @@ The tree::
     ├── LLMError                    a model call with no usable reply (the judge and the
     │                               proposers record it as data; it ends no evaluation)
     ├── EvaluationInterrupted       Ctrl-C during an evaluation; nothing was saved
+    ├── RunInterrupted              a signal ended a command once all it started stopped
     ├── ExecutorLost                the executor can run no more attempts (its Ray
     │                               instance stopped, or no live node of its cluster
     │                               can run one); the batch in flight is not kept
@@ -38,6 +39,7 @@ an error, after the search has journaled its stop.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "PromoteError",
     "RegistryError",
     "ResultFileError",
+    "RunInterrupted",
     "RuntimeJournalError",
     "RuntimeMutatorError",
     "StaleMoveError",
@@ -231,3 +234,14 @@ class EvaluationInterrupted(ForgeError):
     def __init__(self, partial: object = None) -> None:
         self.partial = partial
         super().__init__("interrupted")
+
+
+class RunInterrupted(ForgeError):
+    """What a command reports once a signal ended it and everything it started is
+    stopped: ``str()`` is the exit line, ``exit_status`` 128 + the signal's number."""
+
+    def __init__(self, signum: int, resume: str | None = None) -> None:
+        self.signum = signum
+        self.exit_status = 128 + signum
+        then = f"resume with: {resume}" if resume else "nothing was saved"
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; {then}")

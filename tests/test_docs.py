@@ -245,3 +245,30 @@ def test_mkdocs_builds_the_guide_strictly(tmp_path: Path) -> None:
                   "guide/promote/index.html", "guide/runtime/index.html"):
         assert (site / built).is_file(), built
     assert not (site / "hooks").exists()  # the hook is build code, not a page
+
+
+#: ``from forge import A, B`` or ``from forge import (`` ... ``)`` in a page's code.
+_FORGE_IMPORT = re.compile(r"^\s*from forge import (\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+def _documented_forge_names() -> dict[str, list[str]]:
+    """Each name a page imports ``from forge``, with the pages that do."""
+    found: dict[str, list[str]] = {}
+    for path in USER_DOCS:
+        for match in _FORGE_IMPORT.finditer(path.read_text(encoding="utf-8")):
+            for name in re.split(r"[\s,()]+", match.group(1).split("#")[0]):
+                if name:
+                    found.setdefault(name, []).append(path.relative_to(REPO).as_posix())
+    return found
+
+
+def test_every_name_the_docs_import_from_forge_imports() -> None:
+    documented = _documented_forge_names()
+    assert {"Search", "load_bench", "RunOutput"} <= set(documented)  # the pages were read
+    missing = {}
+    for name, pages in sorted(documented.items()):
+        try:
+            exec(f"from forge import {name}", {})
+        except ImportError:
+            missing[name] = pages
+    assert missing == {}

@@ -1,9 +1,10 @@
-"""The public API: what ``forge`` exports exists, and ``__all__`` is kept in order.
+"""The public API: what ``forge`` exports exists, and its one list is the one list.
 
-``forge/__init__.py`` names each public name three times (an import for type
-checkers, the ``_LAZY`` table that imports it on first use, and ``__all__``); the
-three are read from its source with ``ast``, so a name added to one list and not
-the others fails here rather than in a user's ``from forge import ...``.
+``forge/__init__.py`` declares the public names once (``_EXPORTS``: module -> names),
+from which ``_LAZY`` and ``__all__`` are derived; type checkers, which cannot follow
+``__getattr__``, read them from an import block of their own. The two are read from
+its source with ``ast``, so a name added to one and not the other fails here rather
+than in a user's ``from forge import ...`` or their type checker.
 """
 
 from __future__ import annotations
@@ -36,9 +37,14 @@ def test_every_exported_name_exists() -> None:
     assert missing == []
 
 
-def test_all_is_sorted_and_unique() -> None:
+def test_all_is_unique() -> None:
     assert len(set(forge.__all__)) == len(forge.__all__)
-    assert forge.__all__ == sorted(forge.__all__, key=isort_key)
+
+
+def test_each_module_s_names_are_listed_in_order() -> None:
+    unordered = {module: names for module, names in _exports().items()
+                 if list(names) != sorted(names, key=isort_key)}
+    assert unordered == {}
 
 
 def test_every_public_name_of_the_package_is_exported() -> None:
@@ -62,48 +68,59 @@ def test_every_module_all_names_exist_and_are_unique(module_name: str) -> None:
 
 
 
-def _lists() -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """(name -> module of its TYPE_CHECKING import, the ``_LAZY`` table, ``__all__``)."""
-    tree = ast.parse(Path(forge.__file__).read_text(encoding="utf-8"))
+def _init_tree() -> ast.Module:
+    return ast.parse(Path(forge.__file__).read_text(encoding="utf-8"))
+
+
+def _exports() -> dict[str, tuple[str, ...]]:
+    """``_EXPORTS`` as written: module -> the names exported from it."""
+    for node in _init_tree().body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "_EXPORTS"):
+            assert isinstance(node.value, ast.Dict)
+            exports: dict[str, tuple[str, ...]] = ast.literal_eval(node.value)
+            assert len(exports) == len(node.value.keys), "a module is listed twice"
+            return exports
+    raise AssertionError("forge/__init__.py declares no _EXPORTS")
+
+
+def _lists() -> tuple[dict[str, str], dict[str, str]]:
+    """(name -> module of its TYPE_CHECKING import, name -> module of ``_EXPORTS``)."""
     typing_imports: dict[str, str] = {}
-    lazy: dict[str, str] = {}
-    exported: list[str] = []
-    for node in tree.body:
+    for node in _init_tree().body:
         if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
             for statement in node.body:
                 assert isinstance(statement, ast.ImportFrom) and statement.module, \
                     ast.unparse(statement)
                 for alias in statement.names:
-                    assert alias.asname is None, ast.unparse(statement)
+                    # ``X as X``: what mypy takes as a re-export without a literal __all__
+                    assert alias.asname == alias.name, ast.unparse(statement)
                     assert alias.name not in typing_imports, alias.name
                     typing_imports[alias.name] = statement.module
-        if isinstance(node, ast.AnnAssign | ast.Assign):
-            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
-            name = target.id if isinstance(target, ast.Name) else None
-            if name == "_LAZY":
-                assert isinstance(node.value, ast.Dict)
-                lazy = ast.literal_eval(node.value)
-                assert len(lazy) == len(node.value.keys), "a name is listed twice in _LAZY"
-            elif name == "__all__":
-                assert node.value is not None
-                exported = ast.literal_eval(node.value)
-    assert typing_imports and lazy and exported
-    return typing_imports, lazy, exported
+    listed = [(name, module) for module, names in _exports().items() for name in names]
+    lazy = dict(listed)
+    assert len(lazy) == len(listed), "a name is exported from two modules"
+    assert typing_imports and lazy
+    return typing_imports, lazy
 
 
 #: Defined in forge/__init__.py itself, so neither imported nor lazy.
 _EAGER = {"__version__"}
 
 
-def test_the_three_lists_of_forge_init_name_the_same_names() -> None:
-    typing_imports, lazy, exported = _lists()
-    public = set(exported) - _EAGER
-    assert set(typing_imports) ^ public == set()
-    assert set(lazy) ^ public == set()
+def test_the_one_list_is_what_forge_exports_and_loads() -> None:
+    _, lazy = _lists()
+    assert set(forge.__all__) - _EAGER == set(lazy)
+    assert lazy == forge._LAZY
+
+
+def test_the_type_checkers_imports_name_the_one_list() -> None:
+    typing_imports, lazy = _lists()
+    assert set(typing_imports) ^ set(lazy) == set()
 
 
 def test_each_name_is_imported_for_type_checkers_from_the_module_it_is_loaded_from() -> None:
-    typing_imports, lazy, _ = _lists()
+    typing_imports, lazy = _lists()
     assert {n: m for n, m in typing_imports.items() if lazy.get(n) != m} == {}
 
 

@@ -30,9 +30,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
-from forge.errors import ForgeError
-
-__all__ = ["Interrupted", "RunInterrupted", "cancelling", "handling", "received"]
+__all__ = ["Interrupted", "cancelling", "handling", "received"]
 
 T = TypeVar("T")
 
@@ -52,17 +50,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
-
-
-class RunInterrupted(ForgeError):
-    """What a command reports once a signal ended it and everything it started is
-    stopped: ``str()`` is the exit line, ``exit_status`` 128 + the signal's number."""
-
-    def __init__(self, signum: int, resume: str | None = None) -> None:
-        self.signum = signum
-        self.exit_status = 128 + signum
-        then = f"resume with: {resume}" if resume else "nothing was saved"
-        super().__init__(f"interrupted by {signal.Signals(signum).name}; {then}")
 
 
 def received() -> int | None:

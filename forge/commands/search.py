@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from forge._util.interrupt import RunInterrupted, received
+from forge._util.interrupt import received
 from forge.bench.loader import load_bench
 from forge.commands._stdout import stdout_for_json
 from forge.commands.common import (
@@ -24,10 +24,11 @@ from forge.commands.common import (
     print_json,
 )
 from forge.config.registry import load_config
-from forge.errors import ExecutorLost, OptionError, StartFailed
+from forge.errors import ExecutorLost, OptionError, RunInterrupted, StartFailed
 from forge.evaluation.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
 from forge.journal import new_run_id
+from forge.journal.run import DEFAULT_JOURNALS
 from forge.proposers import PROPOSERS
 from forge.runtime import runtime_first_moves
 from forge.search.outcome import SearchOutcome
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
     from forge.report.live import LiveView
 
 __all__ = ["register", "search_command"]
-
-#: Where run folders go (as ``forge.search.launch.DEFAULT_JOURNALS``, which is imported late).
-DEFAULT_JOURNALS = Path("journals")
 
 
 @stdout_for_json  # a harness that prints cannot break the JSON

@@ -33,9 +33,9 @@ from pydantic import ValidationError
 
 from forge._util.files import validation_problem
 from forge._version import __version__
+from forge.harness._acp_common import AcpError, AcpTimeout
 from forge.harness._acp_turn import Turn
 from forge.harness._acp_wire import AgentPool, AgentProcess
-from forge.harness.acp import AcpError, AcpTimeout
 from forge.harness.base import RunOutput
 from forge.harness.command import _exit_reason
 from forge.harness.supervisor import DRAIN_S, Child

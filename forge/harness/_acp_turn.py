@@ -31,7 +31,7 @@ from acp.schema import (
     UsageUpdate,
 )
 
-from forge.harness.acp import POLICIES
+from forge.harness._acp_common import POLICIES
 from forge.harness.base import RunOutput, ToolCall, Usage
 
 __all__ = ["MAX_RECORDS", "Turn"]

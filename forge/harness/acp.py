@@ -54,8 +54,9 @@ from forge._util.bounds import MAX_OUTPUT_BYTES
 from forge._util.digest import digest_of
 from forge.core.spec import BuildContext
 from forge.core.task import Task
+from forge.harness._acp_common import POLICIES, POLICY_NAMES, AcpError, AcpTimeout, Policy
 from forge.harness._acp_files import BenchWatch, Templates
-from forge.harness.base import HARNESSES, AttemptContext, AttemptTimeout, Harness, RunOutput
+from forge.harness.base import HARNESSES, AttemptContext, Harness, RunOutput
 from forge.harness.command import CommandOptions, _check_program, _identity
 from forge.harness.openai import render_input
 from forge.secrets.masking import secret_from_env
@@ -67,35 +68,10 @@ if TYPE_CHECKING:
 __all__ = ["POLICIES", "POLICY_NAMES", "AcpError", "AcpHarness", "AcpOptions", "AcpSettings",
            "AcpTimeout"]
 
-#: A permission policy -> the option kinds it picks, the first one the agent offers:
-#: ``allow_once`` takes an ``allow_always`` option when no ``allow_once`` is offered, and
-#: so on; when none is offered (and for ``cancel``) the answer is the ``cancelled``
-#: outcome, as a person closing the dialog would give. ``allow`` and ``deny`` mean
-#: ``allow_once`` and ``reject_once``.
-POLICIES: dict[str, tuple[str, ...]] = {
-    "allow_once": ("allow_once", "allow_always"),
-    "allow_always": ("allow_always", "allow_once"),
-    "reject_once": ("reject_once", "reject_always"),
-    "reject_always": ("reject_always", "reject_once"),
-    "cancel": (),
-    "allow": ("allow_once", "allow_always"),
-    "deny": ("reject_once", "reject_always"),
-}
-POLICY_NAMES = tuple(POLICIES)
-Policy = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancel",
-                 "allow", "deny"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SDK = "agent-client-protocol"
 _SDK_MIN = (0, 12)
 _INSTALL = "pip install 'forge[acp]'"
-
-
-class AcpError(RuntimeError):
-    """The attempt failed on the ACP boundary; the message says how, with the agent's stderr."""
-
-
-class AcpTimeout(AttemptTimeout):
-    """The agent gave no answer before the attempt's deadline; its prompt was cancelled."""
 
 
 class AcpSettings(BaseModel):

@@ -34,17 +34,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from forge._util.files import atomic_write_bytes, atomic_write_text, load_versioned_json
+from forge._util.files import atomic_write_bytes, atomic_write_text
 from forge.errors import JournalError
 from forge.journal.lock import held_by
+from forge.journal.pruned import PRUNED_FILE, PruneRecord, load_pruned
 from forge.journal.review import RunRecords, load_run_records
-from forge.journal.review_failures import FailureCounter, FailureSummary, kept_failures
+from forge.journal.review_failures import FailureCounter, kept_failures
 from forge.journal.run import lock_run, run_lock_file
 from forge.journal.store import (
     PLAIN_STORE_FILE,
     STORE_FILE,
+    StoredAttempt,
     attempt_line,
     read_attempts,
     read_for_review,
@@ -57,26 +57,7 @@ from forge.journal.store import (
 __all__ = ["PRUNED_FILE", "PruneOutcome", "PruneRecord", "load_pruned", "prune_run",
            "prune_runs"]
 
-PRUNED_FILE = "pruned.json"
-
 Action = Literal["pruned", "would prune", "skipped"]
-
-
-class PruneRecord(BaseModel):
-    """``pruned.json``: when a run's attempt store was pruned, and what it kept."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    format_version: Literal[1] = 1
-    pruned_at: datetime
-    attempts_before: int = Field(ge=0)
-    attempts_kept: int = Field(ge=0)
-    bytes_before: int = Field(ge=0)
-    bytes_after: int = Field(ge=0)
-    #: The store files that were replaced or removed, by name.
-    files: list[str]
-    #: What review shows of the unscored attempts, which needs the attempts pruned
-    #: (absent: pruned by a forge before it was kept).
-    failures: FailureSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -105,15 +86,6 @@ class PruneOutcome:
                 "reason": self.reason or None, "attempts_before": self.attempts_before,
                 "attempts_kept": self.attempts_kept, "bytes_before": self.bytes_before,
                 "bytes_after": self.bytes_after, "bytes_freed": self.freed}
-
-
-def load_pruned(folder: Path) -> PruneRecord | None:
-    """The run's ``pruned.json``, or None if it was never pruned."""
-    path = folder / PRUNED_FILE
-    if not path.exists():
-        return None
-    return load_versioned_json(path, PruneRecord, error=JournalError, version=1,
-                               what="pruned.json")
 
 
 def _store_files(folder: Path) -> list[Path]:
@@ -169,16 +141,25 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
     data = store_bytes([attempt_line(r.config, r.stream, r.result) for r in kept])
     outcome = PruneOutcome(folder, "would prune" if dry_run else "pruned", "", len(rows),
                            len(kept), before, len(data))
-    if dry_run:
-        return outcome
+    if not dry_run:
+        _write_pruned(folder, _prune_record(folder, run, outcome, rows, files), data)
+    return outcome
+
+
+def _prune_record(folder: Path, run: RunRecords, outcome: PruneOutcome,
+                  rows: list[StoredAttempt], files: list[Path]) -> PruneRecord:
     # Counting needs every attempt: what review shows of them is kept here, before they go.
     failures = kept_failures(folder)  # a second prune keeps what the first kept
     if failures is None:
         failures = FailureCounter().extend(rows).finish(run)
-    record = PruneRecord(pruned_at=datetime.now(UTC), attempts_before=len(rows),
-                         attempts_kept=len(kept), bytes_before=before, bytes_after=len(data),
-                         files=[p.name for p in files],
-                         failures=None if failures.missing else failures.summary())
+    return PruneRecord(pruned_at=datetime.now(UTC), attempts_before=outcome.attempts_before,
+                       attempts_kept=outcome.attempts_kept, bytes_before=outcome.bytes_before,
+                       bytes_after=outcome.bytes_after, files=[p.name for p in files],
+                       failures=None if failures.missing else failures.summary())
+
+
+def _write_pruned(folder: Path, record: PruneRecord, data: bytes) -> None:
+    """``pruned.json`` first, then the new store, then the plain store gone (see the module)."""
     try:
         atomic_write_text(folder / PRUNED_FILE, record.model_dump_json(indent=2) + "\n")
         atomic_write_bytes(folder / STORE_FILE, data)
@@ -187,7 +168,6 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
     except OSError as exc:
         raise JournalError(f"cannot write: {exc.strerror or exc}; run the prune again once "
                            "it can be written", file=exc.filename or folder) from None
-    return outcome
 
 
 def prune_runs(folders: Sequence[Path], *, dry_run: bool, force: bool = False, keep: int = 0,

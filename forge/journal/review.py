@@ -32,6 +32,7 @@ from forge.config.moves import Move
 from forge.errors import JournalError
 from forge.journal import RunInfo, load_run, read_records
 from forge.journal.records import (
+    AnyRecord,
     CandidateRecord,
     EndRecord,
     GateRecord,
@@ -59,6 +60,7 @@ __all__ = [
     "list_runs",
     "load_run_records",
     "resolve_run",
+    "run_records",
     "step_records",
     "summarize_run",
     "val_delta",
@@ -201,8 +203,12 @@ def load_run_records(folder: Path) -> RunRecords:
     ``journal.jsonl`` reads as no records: a search writes ``run.json`` first and
     its first record only after evaluating the start config.
     """
-    info = load_run(folder)
     records = read_records(folder) if (folder / "journal.jsonl").exists() else []
+    return run_records(folder, load_run(folder), records)
+
+
+def run_records(folder: Path, info: RunInfo, records: Sequence[AnyRecord]) -> RunRecords:
+    """``records``, the run's journal as read, split by kind into :class:`RunRecords`."""
     candidates = [r for r in records if isinstance(r, CandidateRecord)]
     invalid = [r for r in records if isinstance(r, ProposalInvalidRecord)]
     # One of each in a run; the last one wins if not.

@@ -24,17 +24,21 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from forge.errors import JournalError
+from forge.journal.pruned import (
+    ConfigFailures,
+    FailureSummary,
+    ReasonExample,
+    StepUnscored,
+    load_pruned,
+)
 from forge.journal.records import CandidateRecord, UnscoredCounts
 from forge.journal.review import RunRecords, step_records
 from forge.journal.store import StoredAttempt, read_attempts, store_file
 from forge.results.failures import (
     TOP_REASONS,
-    FailureReason,
     FailureTally,
     label_counts,
     unscored_label,
@@ -46,65 +50,6 @@ __all__ = ["ConfigFailures", "FailureCounter", "FailureSummary", "ReasonExample"
 
 # (seed stream, task id, attempt index): one attempt of a config.
 _Key = tuple[str, str, int]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ReasonExample(_Model):
-    """One reason a config's attempts went unscored: how they stopped, the normalised
-    message, how many, and the first attempt it was seen on (its message as the store
-    keeps it: redacted, clipped)."""
-
-    stop: str
-    key: str
-    count: int
-    task_id: str
-    attempt: int
-    message: str
-
-    @property
-    def label(self) -> str:
-        """As :attr:`forge.results.failures.FailureReason.label`."""
-        return f"{self.stop}: {self.key}" if self.key else self.stop
-
-    @classmethod
-    def of(cls, reason: FailureReason) -> ReasonExample:
-        return cls(stop=reason.stop, key=reason.key, count=reason.count,
-                   task_id=reason.task_id, attempt=reason.attempt, message=reason.message)
-
-
-class ConfigFailures(_Model):
-    """Every attempt of one config: its counts, its :data:`~forge.results.failures.TOP_REASONS`
-    most frequent reasons with an example each, and how many reasons there were."""
-
-    counts: UnscoredCounts
-    reasons: list[ReasonExample]
-    n_reasons: int
-
-
-class StepUnscored(_Model):
-    """A candidate's unscored attempts and its incumbent's, on the keys both ran."""
-
-    candidate: str
-    incumbent: str
-    candidate_counts: UnscoredCounts
-    incumbent_counts: UnscoredCounts
-
-    def as_json(self) -> dict[str, Any]:
-        """``{candidate, incumbent}``, each config's counts (``forge journal show --json``)."""
-        return {"candidate": self.candidate_counts.model_dump(mode="json"),
-                "incumbent": self.incumbent_counts.model_dump(mode="json")}
-
-
-class FailureSummary(_Model):
-    """What review shows of a run's unscored attempts, kept where the store is not:
-    each config's, and each candidate's beside its incumbent's."""
-
-    format_version: Literal[1] = 1
-    configs: dict[str, ConfigFailures]
-    steps: list[StepUnscored]
 
 
 @dataclass(frozen=True)
@@ -221,9 +166,6 @@ def kept_failures(folder: Path) -> RunFailures | None:
     """The counts where the store is not to be counted from: those ``pruned.json`` kept,
     or none (with the reason) for a run without a store or pruned without them; None
     when the store is there to be counted."""
-    # Imported here: forge.journal.prune reads this module to keep the counts.
-    from forge.journal.prune import load_pruned
-
     try:
         pruned = load_pruned(folder)
     except JournalError as exc:

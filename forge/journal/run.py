@@ -35,6 +35,7 @@ from forge.journal.records import JOURNAL_FORMAT_VERSION, READABLE_VERSIONS
 from forge.secrets.masking import redact
 
 __all__ = [
+    "DEFAULT_JOURNALS",
     "JOURNAL_FORMAT_VERSION",
     "READABLE_RUN_VERSIONS",
     "RUN_FORMAT_VERSION",
@@ -51,6 +52,8 @@ __all__ = [
     "write_run",
 ]
 
+#: Where run folders go when no ``--journals`` / ``journals=`` says otherwise.
+DEFAULT_JOURNALS = Path("journals")
 #: ``run.json``'s version. 3: ``options`` holds only what a user sets; 2 and 1 also held
 #: a field per search behaviour (:class:`JournaledFlags`), which this forge reads for
 #: review and checks on resume. The journal's records keep their own version.

@@ -20,27 +20,25 @@ from forge.config.yaml_file import first_difference
 from forge.errors import MoveError, PromoteError
 from forge.journal import RunInfo
 from forge.journal.records import (
-    AnyRecord,
     AuxCheck,
     CandidateRecord,
     EndRecord,
     SplitDelta,
     TestRecord,
 )
+from forge.journal.review import RunRecords
 
 
-def beyond_tolerance(records: list[AnyRecord]) -> list[AuxCheck]:
+def beyond_tolerance(test: TestRecord | None) -> list[AuxCheck]:
     """The test record's start-to-final checks whose estimate is past the allowance."""
-    test = next((r for r in reversed(records) if isinstance(r, TestRecord)), None)
     if test is None:
         return []
     return [c for c in test.aux if c.details.get("status") == "beyond" or (
         "status" not in c.details and not c.passed)]
 
 
-def unscored_check(records: list[AnyRecord]) -> AuxCheck | None:
+def unscored_check(test: TestRecord | None) -> AuxCheck | None:
     """The test record's failure-share check (None: journaled before there was one)."""
-    test = next((r for r in reversed(records) if isinstance(r, TestRecord)), None)
     return None if test is None else next((c for c in test.aux if c.name == "unscored"), None)
 
 
@@ -73,8 +71,8 @@ def check_unchanged(what: str, info: RunInfo, bench: Bench, run_json: Path) -> N
                            field="bench_digest")
 
 
-def replayed_chain(what: str, info: RunInfo, records: list[AnyRecord], end: EndRecord,
-                   registry: Registry, journal: Path) -> tuple[list[Move], Config, Config]:
+def replayed_chain(what: str, run: RunRecords, end: EndRecord, registry: Registry,
+                   journal: Path) -> tuple[list[Move], Config, Config]:
     """The promoted moves' inverses, and the start and final configs, cross-checked.
 
     The end record's list, the promoted step records and their recorded inverses must
@@ -85,7 +83,8 @@ def replayed_chain(what: str, info: RunInfo, records: list[AnyRecord], end: EndR
         return PromoteError(f"{what}: refused: the run's journal does not add up: {why}",
                             file=journal)
 
-    steps = _promoted_steps(info, records, end, broken)
+    info = run.info
+    steps = _promoted_steps(run, end, broken)
     start = registry.validate_config(info.start_config, file=Path(info.bench_path))
     if start.fingerprint != info.start_fingerprint:
         raise broken("the start config's fingerprint differs from run.json")
@@ -101,13 +100,13 @@ def replayed_chain(what: str, info: RunInfo, records: list[AnyRecord], end: EndR
     return [r.inverse for r in steps], start, config
 
 
-def _promoted_steps(info: RunInfo, records: list[AnyRecord], end: EndRecord,
+def _promoted_steps(run: RunRecords, end: EndRecord,
                     broken: Callable[[str], PromoteError]) -> list[CandidateRecord]:
     """The journal's promoted step records, refused unless they agree with the end
     record and each records its move's inverse."""
-    if end.run_id != info.run_id:
+    if end.run_id != run.info.run_id:
         raise broken(f"its end record is for run {end.run_id!r}")
-    steps = [r for r in records if isinstance(r, CandidateRecord) and r.verdict == "promoted"]
+    steps = [r for r in run.candidates if r.verdict == "promoted"]
     if ([r.move for r in steps] != [m.as_move() for m in end.promotions]
             or [r.step for r in steps] != [m.step for m in end.promotions]):
         raise broken("the promoted steps differ from the end record's promotions")

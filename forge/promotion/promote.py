@@ -50,7 +50,7 @@ from forge.journal.records import (
     PromotedMove,
     SplitDelta,
 )
-from forge.journal.review import resolve_run
+from forge.journal.review import resolve_run, run_records
 from forge.promotion.checks import (
     beyond_tolerance,
     check_unchanged,
@@ -128,8 +128,8 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     info = load_run(folder)
     what = f"promote {info.run_id}"
     journal = folder / "journal.jsonl"
-    records = read_records(folder)
-    end = next((r for r in reversed(records) if isinstance(r, EndRecord)), None)
+    records = run_records(folder, info, read_records(folder))
+    end = records.end
     if end is None:
         raise PromoteError(f"{what}: refused: the run is not finished (its journal has no end "
                            f"record); finish it with `forge search --resume {info.run_id}`",
@@ -138,8 +138,8 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
         raise PromoteError(f"{what}: refused: nothing to promote; the run promoted no move, "
                            "so its final config is its start config", file=journal)
     test = checked_test_delta(what, end, journal)
-    beyond = beyond_tolerance(records)
-    unscored = unscored_check(records)
+    beyond = beyond_tolerance(records.test)
+    unscored = unscored_check(records.test)
     if beyond and not accept_beyond_tolerance:
         shown = "; ".join(f"{c.name}: {c.reason}" for c in beyond)
         raise PromoteError(f"{what}: refused: from the start config to the final one on test, "
@@ -149,7 +149,7 @@ def promote(run: str, *, journals: Path = Path("journals"), to: Path | None = No
     bench = load_bench(info.bench_path)
     check_unchanged(what, info, bench, folder / "run.json")
     registry = bench.registry
-    inverses, start, final = replayed_chain(what, info, records, end, registry, journal)
+    inverses, start, final = replayed_chain(what, records, end, registry, journal)
 
     target = _target(what, bench, to)
     _refuse_read_only(what, target)

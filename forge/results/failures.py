@@ -18,13 +18,20 @@ whoever prints it passes it through :func:`forge._util.show.printable`.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from forge.results.model import AttemptResult
+from forge.results.reasons import (
+    JSON_REASONS,
+    OTHER_REASONS,
+    count_reasons,
+    failure_stop,
+    reason_key,
+    unscored_label,
+)
 from forge.results.unscored import UnscoredCounts
 
 __all__ = ["FAILURE_WARN_RATE", "JSON_REASONS", "NAMED_TASKS", "OTHER_REASONS", "TOP_REASONS",
@@ -39,71 +46,8 @@ __all__ = ["FAILURE_WARN_RATE", "JSON_REASONS", "NAMED_TASKS", "OTHER_REASONS", 
 FAILURE_WARN_RATE = 0.05
 #: How many reasons a report shows, the most frequent first.
 TOP_REASONS = 5
-#: How many reasons a count by reason (``--json``, the journal) names, the most frequent
-#: first; the rest are summed under :data:`OTHER_REASONS`, so that the counts always add
-#: up to the unscored attempts while a harness whose every message differs cannot make
-#: the document grow with its attempts.
-JSON_REASONS = 20
-#: The key the reasons past :data:`JSON_REASONS` are summed under (a label always starts
-#: with how its attempts stopped, so no reason is called that).
-OTHER_REASONS = "other"
 #: How many tasks without a scored attempt a count names (by id, in task order).
 NAMED_TASKS = 50
-#: How much of a message the grouping reads (the first line, cut here).
-_KEY_CHARS = 160
-
-# What differs between two occurrences of one failure: numbers, hex ids, addresses.
-_HEX = re.compile(r"\b(?:0x[0-9a-fA-F]+|(?=[0-9]*[a-fA-F])[0-9a-fA-F]{8,})\b")
-_NUMBER = re.compile(r"\d+(?:\.\d+)*(?:[eE][-+]?\d+)?")  # 12, 3.2, 10.0.0.7, 1e-3
-_SPACES = re.compile(r"\s+")
-# The exception's class leading a message ("ValueError: ...", "httpx.ReadTimeout: ..."):
-# kept as written, digits and all.
-_CLASS = re.compile(r"^[A-Za-z_][\w.]*:\s")
-
-
-def failure_stop(attempt: AttemptResult) -> str:
-    """How an unscored attempt stopped: its stop reason, or ``scorer_failed`` for one
-    that completed and was not scored."""
-    return "scorer_failed" if attempt.stop_reason == "completed" else attempt.stop_reason
-
-
-def reason_key(message: str | None, task_id: str = "") -> str:
-    """``message`` as a grouping key: its first line, the task's own id as ``<task>``,
-    every number as ``#`` and every hex id as ``<hex>``, spaces collapsed, cut at
-    160 characters. ``ValueError: no route to 10.0.0.7 for task dev-03 after 3.2 s``
-    and the same on ``dev-11`` after 2.9 s are one reason."""
-    if not message:
-        return ""
-    stripped = message.strip()
-    text = stripped.splitlines()[0] if stripped else ""
-    head = match.group(0) if (match := _CLASS.match(text)) else ""
-    rest = text[len(head):]
-    if task_id:
-        rest = rest.replace(task_id, "<task>")
-    rest = _NUMBER.sub("#", _HEX.sub("<hex>", rest))
-    return _SPACES.sub(" ", head + rest).strip()[:_KEY_CHARS]
-
-
-def unscored_label(attempt: AttemptResult) -> str | None:
-    """The reason ``attempt`` was not scored, as one label (:attr:`FailureReason.label`:
-    ``stop`` or ``stop: normalised message``); None for a scored attempt."""
-    if attempt.scored:
-        return None
-    stop, key = failure_stop(attempt), reason_key(attempt.error, attempt.task_id)
-    return f"{stop}: {key}" if key else stop
-
-
-def count_reasons(labels: Iterable[str], top: int = JSON_REASONS) -> dict[str, int]:
-    """``{label: count}`` of ``labels``, the most frequent first (the first seen first
-    among equals), the ``top`` first and the rest summed under :data:`OTHER_REASONS`."""
-    ranked = Counter(labels).most_common()
-    out = dict(ranked[:top])
-    rest = sum(n for _, n in ranked[top:])
-    if rest:
-        out[OTHER_REASONS] = rest
-    return out
-
-
 def unscored_counts(attempts: Mapping[str, Sequence[AttemptResult]],
                     tasks: Iterable[str] = ()) -> UnscoredCounts:
     """The :class:`~forge.journal.records.UnscoredCounts` of ``attempts`` (by task id).

@@ -27,6 +27,7 @@ from forge._util.files import atomic_write_text, load_versioned_json
 from forge.config.registry import Scalar
 from forge.errors import ResultFileError
 from forge.harness.base import RunOutput
+from forge.results.reasons import count_reasons, unscored_label
 from forge.scorers.base import Score
 from forge.secrets.masking import redact
 
@@ -241,11 +242,8 @@ class EvalResult(_Frozen):
         }
 
     def unscored_by_reason(self) -> dict[str, int]:
-        """The unscored attempts by reason (:func:`forge.results.failures.count_reasons`): they
+        """The unscored attempts by reason (:func:`forge.results.reasons.count_reasons`): they
         add up to ``n_unscored``."""
-        # Imported here: forge.results.failures reads this module's attempts.
-        from forge.results.failures import count_reasons, unscored_label
-
         return count_reasons(label for a in self.attempts
                              if (label := unscored_label(a)) is not None)
 

@@ -29,6 +29,8 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
+from forge._version import __version__
+
 __all__ = ["ForgeSource", "find_forge_source", "source_from_direct_url"]
 
 Kind = Literal["repository", "path", "vcs", "url", "version"]
@@ -69,9 +71,7 @@ class ForgeSource:
 
 def find_forge_source(bench: Path) -> ForgeSource:
     """The source of the forge running this code, for a bench to be written at ``bench``."""
-    import forge
-
-    package = Path(forge.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # this file is forge/scaffold/source.py
     if _is_forge_tree(package.parent):
         return _path_source(package.parent, bench)
     for dist in metadata.distributions(name="forge"):
@@ -88,7 +88,7 @@ def find_forge_source(bench: Path) -> ForgeSource:
         if found is not None:
             return found
         break
-    return ForgeSource(f"forge=={forge.__version__}", "version")
+    return ForgeSource(f"forge=={__version__}", "version")
 
 
 def source_from_direct_url(direct: dict[str, Any], bench: Path) -> ForgeSource | None:

@@ -26,7 +26,7 @@ from forge.journal import (
 )
 from forge.journal.prune import PRUNED_FILE, load_pruned
 from forge.journal.records import AnyRecord
-from forge.journal.run import RUN_FORMAT_VERSION
+from forge.journal.run import DEFAULT_JOURNALS, RUN_FORMAT_VERSION
 from forge.proposers import build_proposer
 from forge.search.loop import Search
 from forge.search.options import SearchOptions, check_flags
@@ -35,7 +35,6 @@ from forge.search.progress import SearchProgress
 
 __all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
 
-DEFAULT_JOURNALS = Path("journals")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
                           errno.EFBIG, errno.EIO})

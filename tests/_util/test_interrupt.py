@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from conftest import search_tasks, stored_rows, write_search_bench
 
-from forge._util.interrupt import Interrupted, RunInterrupted, cancelling, handling
+from forge._util.interrupt import Interrupted, cancelling, handling
 from forge.cli import main
+from forge.errors import RunInterrupted
 
 REAPER = Path(__file__).resolve().parents[1] / "reaper.py"
 SEED = 11
