@@ -107,21 +107,27 @@ _OUT_OF_MEMORY = ("forge: out of memory: the command needed more memory than the
                   "would give it (MemoryError), and stopped")
 
 
-def _run(argv: list[str] | None) -> int:
+def _invoke(argv: list[str] | None) -> Any:
+    """Run the app; an interrupt, however typer reports it, as :class:`RunInterrupted`."""
     import typer
 
+    try:
+        result = _app()(args=argv, standalone_mode=False)
+    except (typer.Abort, EvaluationInterrupted):
+        raise RunInterrupted(received() or signal.SIGINT) from None
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    if received() is not None:
+        # Typer returns 130 for a KeyboardInterrupt (our Interrupted) it caught.
+        raise RunInterrupted(received() or signal.SIGINT)
+    return result
+
+
+def _run(argv: list[str] | None) -> int:
     from forge.commands.common import err
 
     try:
-        try:
-            result = _app()(args=argv, standalone_mode=False)
-        except (typer.Abort, EvaluationInterrupted):
-            raise RunInterrupted(received() or signal.SIGINT) from None
-        except typer.Exit as exc:
-            return int(exc.exit_code)
-        if received() is not None:
-            # Typer returns 130 for a KeyboardInterrupt (our Interrupted) it caught.
-            raise RunInterrupted(received() or signal.SIGINT)
+        result = _invoke(argv)
     except RunInterrupted:
         raise
     except UserError as exc:
@@ -133,20 +139,23 @@ def _run(argv: list[str] | None) -> int:
     except Exception as exc:
         if not _usage_error(exc):
             raise
-        if type(exc).__name__ == "NoArgsIsHelpError":
-            pass  # typer has printed the help already
-        else:
-            from pydantic import ValidationError
-
-            from forge._util.files import validation_problem
-
-            if isinstance(exc.__cause__, ValidationError) and hasattr(exc, "message"):
-                # typer checks an option's value with pydantic: its wording, as forge's.
-                exc.message = validation_problem(exc.__cause__).message
-            err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
-                      highlight=False, markup=False, soft_wrap=True)
+        if type(exc).__name__ != "NoArgsIsHelpError":  # else typer has printed the help
+            _print_usage_error(exc)
         return 2
     return result if isinstance(result, int) else 0
+
+
+def _print_usage_error(exc: Exception) -> None:
+    from pydantic import ValidationError
+
+    from forge._util.files import validation_problem
+    from forge.commands.common import err
+
+    if isinstance(exc.__cause__, ValidationError) and hasattr(exc, "message"):
+        # typer checks an option's value with pydantic: its wording, as forge's.
+        exc.message = validation_problem(exc.__cause__).message
+    err.print(f"forge: error: {exc.format_message()}",  # type: ignore[attr-defined]
+              highlight=False, markup=False, soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,6 @@ is a :class:`UserError`, exit 2.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +58,7 @@ from forge.ci.unscored import (
     compare_unscored,
     reasons_text,
     share_verdict,
+    stop_reasons_text,
 )
 from forge.errors import IncomparableError, OptionError
 from forge.results.compare import ResultDiff, check_comparable, diff_results, why_unpaired
@@ -113,22 +113,32 @@ class CheckOptions:
         # Checked here, not only in the CLI, so a library caller gets the same refusal.
         for name in ("min_pass_rate", "task_floor", "max_drop", "max_unscored_rise"):
             value = getattr(self, name)
-            if value is None and name == "task_floor":
-                continue
-            # ``not (0 <= x <= 1)`` also refuses NaN, which compares false to everything.
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not 0.0 <= value <= 1.0:
-                raise OptionError(f"expected a fraction between 0 and 1, got {value!r}",
-                                  option=f"--{name.replace('_', '-')}")
-        if self.max_unscored is not None and (
-                isinstance(self.max_unscored, bool) or not isinstance(self.max_unscored, int)
-                or self.max_unscored < 0):
-            raise OptionError(f"expected a whole number >= 0, got {self.max_unscored!r}",
-                              option="--max-unscored")
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float) \
-                or not 0.0 < self.alpha < 1.0:
+            if value is not None or name != "task_floor":
+                _refuse_unless_fraction(value, f"--{name.replace('_', '-')}")
+        _refuse_unless_count(self.max_unscored)
+        if not _is_real(self.alpha) or not 0.0 < self.alpha < 1.0:
             raise OptionError(f"expected a level between 0 and 1 (exclusive), got "
                               f"{self.alpha!r}", option="--alpha")
+
+
+def _is_real(value: object) -> bool:
+    # bool is an int to Python, but True is no threshold a user meant.
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _refuse_unless_fraction(value: Any, option: str) -> None:
+    # ``not (0 <= x <= 1)`` also refuses NaN, which compares false to everything.
+    if not _is_real(value) or not 0.0 <= value <= 1.0:
+        raise OptionError(f"expected a fraction between 0 and 1, got {value!r}",
+                          option=option)
+
+
+def _refuse_unless_count(max_unscored: int | None) -> None:
+    if max_unscored is not None and (
+            isinstance(max_unscored, bool) or not isinstance(max_unscored, int)
+            or max_unscored < 0):
+        raise OptionError(f"expected a whole number >= 0, got {max_unscored!r}",
+                          option="--max-unscored")
 
 
 @dataclass(frozen=True)
@@ -253,34 +263,45 @@ def unscored_share_check(result: EvalResult, max_unscored: int | None = None, *,
     details: dict[str, Any] = {}
     passed = True
     if baseline is not None:
-        check_comparable(baseline, result, names=names)
-        comparison = compare_unscored(baseline, result)
-        ok, text = share_verdict(comparison, max_rise, alpha)
+        passed, text, failing, details["share"] = _share_part(result, baseline, max_rise,
+                                                              alpha, names)
         parts.append(text)
-        details["share"] = {**comparison.as_json(), "max_rise": max_rise, "alpha": alpha,
-                            "passed": ok}
-        if not ok:
-            passed = False
-            failing += _share_failures(result, comparison)
     if max_unscored is not None:
-        total = result.n_attempts - result.n_scored
-        details["count"] = {"unscored": total, "max_unscored": max_unscored,
-                            "passed": total <= max_unscored}
-        if total <= max_unscored:
-            parts.append(f"{total} unscored attempts ≤ {max_unscored} allowed")
-        else:
-            passed = False
-            parts.append(f"{total} unscored attempts > {max_unscored} allowed "
-                         f"({_stop_reasons(result.tasks)})")
-            named = {f.task_id for f in failing}
-            culprits = sorted((t for t in result.tasks if t.n_unscored and
-                               t.task_id not in named),
-                              key=lambda t: -t.n_unscored)  # stable: ties keep their order
-            failing += [TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} "
-                                               f"attempts unscored ({_stop_reasons([t])})",
-                                    float(t.n_unscored)) for t in culprits]
+        ok, text, culprits, details["count"] = _count_part(
+            result, max_unscored, {f.task_id for f in failing})
+        passed = passed and ok
+        parts.append(text)
+        failing += culprits
     return CheckOutcome("unscored", passed, "; ".join(parts), failing=tuple(failing),
                        details=details)
+
+
+def _share_part(result: EvalResult, baseline: EvalResult, max_rise: float, alpha: float,
+                names: tuple[str, str]) -> tuple[bool, str, list[TaskFailure], dict[str, Any]]:
+    """The unscored gate's share comparison: verdict, reason, failing tasks, details."""
+    check_comparable(baseline, result, names=names)
+    comparison = compare_unscored(baseline, result)
+    ok, text = share_verdict(comparison, max_rise, alpha)
+    details = {**comparison.as_json(), "max_rise": max_rise, "alpha": alpha, "passed": ok}
+    return ok, text, ([] if ok else _share_failures(result, comparison)), details
+
+
+def _count_part(result: EvalResult, max_unscored: int, named: set[str],
+                ) -> tuple[bool, str, list[TaskFailure], dict[str, Any]]:
+    """The unscored gate's count: verdict, reason, the tasks not already ``named`` that
+    have unscored attempts (most first), details."""
+    total = result.n_attempts - result.n_scored
+    details = {"unscored": total, "max_unscored": max_unscored,
+               "passed": total <= max_unscored}
+    if total <= max_unscored:
+        return True, f"{total} unscored attempts ≤ {max_unscored} allowed", [], details
+    text = (f"{total} unscored attempts > {max_unscored} allowed "
+            f"({stop_reasons_text(result.tasks)})")
+    culprits = sorted((t for t in result.tasks if t.n_unscored and t.task_id not in named),
+                      key=lambda t: -t.n_unscored)  # stable: ties keep their order
+    return False, text, [TaskFailure(t.task_id, f"{t.n_unscored} of {len(t.attempts)} "
+                                                f"attempts unscored ({stop_reasons_text([t])})",
+                                     float(t.n_unscored)) for t in culprits], details
 
 
 def _share_failures(result: EvalResult, c: ShareComparison) -> list[TaskFailure]:
@@ -288,7 +309,7 @@ def _share_failures(result: EvalResult, c: ShareComparison) -> list[TaskFailure]
     what = "newly unscored, scored in the baseline" if c.paired else \
         "unscored, a larger share than in the baseline"
     return [TaskFailure(task_id, f"{n} of {compared} attempts {what} "
-                                 f"({_stop_reasons([tasks[task_id]])})", float(n))
+                                 f"({stop_reasons_text([tasks[task_id]])})", float(n))
             for task_id, n, compared in c.tasks]
 
 
@@ -333,14 +354,8 @@ def regression_check(current: EvalResult, baseline: EvalResult, max_drop: float,
     failing, unpaired, unmeasured = _judge_paired(diff, baseline, current, max_drop)
     paired = len(diff.tasks) - len(unpaired) - len(unmeasured)
     if not paired and not unpaired:
-        if not current.n_scored and baseline.n_scored:
-            # The result under test broke: a failed gate (exit 1), not bad input.
-            return CheckOutcome("regression", False,
-                               f"nothing scored in {names[1]}: no task could be compared",
-                               notes=tuple(_regression_notes(diff, unmeasured)))
-        raise IncomparableError(
-            f"{names[0]} and {names[1]} have no task scored in both, so the regression "
-            "gate would compare nothing")
+        return _nothing_compared(current, baseline, names,
+                                 tuple(_regression_notes(diff, unmeasured)))
     notes = _regression_notes(diff, unmeasured)
     mean_failure = None
     if unpaired:
@@ -356,16 +371,36 @@ def regression_check(current: EvalResult, baseline: EvalResult, max_drop: float,
         shown = "dropped" if not unpaired else "shown to drop"
         reason = f"no task {shown} more than {percent(max_drop)} ({how})"
         return CheckOutcome("regression", True, reason, notes=tuple(notes))
+    reason = _drop_reason(failing, mean_failure, paired + len(unpaired), max_drop)
+    return CheckOutcome("regression", False, f"{reason} ({how})",
+                       failing=tuple(f for _, f in failing), notes=tuple(notes))
+
+
+def _nothing_compared(current: EvalResult, baseline: EvalResult, names: tuple[str, str],
+                      notes: tuple[str, ...]) -> CheckOutcome:
+    """The regression gate when no task could be compared either way."""
+    if not current.n_scored and baseline.n_scored:
+        # The result under test broke: a failed gate (exit 1), not bad input.
+        return CheckOutcome("regression", False,
+                           f"nothing scored in {names[1]}: no task could be compared",
+                           notes=notes)
+    raise IncomparableError(
+        f"{names[0]} and {names[1]} have no task scored in both, so the regression "
+        "gate would compare nothing")
+
+
+def _drop_reason(failing: list[tuple[float, TaskFailure]], mean_failure: str | None,
+                 compared: int, max_drop: float) -> str:
+    """Why the regression gate failed: the tasks that dropped (worst first), the mean."""
     parts = []
     if failing:
         worst = failing[0][1]
-        parts.append(f"{len(failing)} of {paired + len(unpaired)} tasks dropped more than "
+        parts.append(f"{len(failing)} of {compared} tasks dropped more than "
                      f"{percent(max_drop)} (worst {worst.task_id}: drop "
                      f"{percent(failing[0][0])})")
     if mean_failure is not None:
         parts.append(mean_failure)
-    return CheckOutcome("regression", False, "; ".join(parts) + f" ({how})",
-                       failing=tuple(f for _, f in failing), notes=tuple(notes))
+    return "; ".join(parts)
 
 
 def _judge_paired(diff: ResultDiff, baseline: EvalResult, current: EvalResult,
@@ -460,16 +495,3 @@ def run_checks(current: EvalResult, *, options: CheckOptions | None = None,
                                      alpha=opts.alpha))
     return CiReport(current=current_name, result=current, options=opts, gates=tuple(gates),
                       baseline=baseline_name if baseline is not None else None)
-
-
-# -- wording -------------------------------------------------------------------------
-
-
-def _stop_reasons(tasks: Sequence[TaskResult]) -> str:
-    counts: Counter[str] = Counter()
-    for t in tasks:
-        for a in t.attempts:
-            if not a.scored:
-                # A completed attempt without a score is a scorer failure, not a success.
-                counts["scorer failed" if a.stop_reason == "completed" else a.stop_reason] += 1
-    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from forge._text import printable
 from forge._util.show import percent
 from forge.results.failures import FailureTally
-from forge.results.model import AttemptResult, EvalResult
+from forge.results.model import AttemptResult, EvalResult, TaskResult
 from forge.secrets.masking import clip
 
 __all__ = ["ShareComparison", "ShareSide", "compare_unscored", "fisher_greater_p",
-           "reasons_text", "share_verdict", "sign_test_p"]
+           "reasons_text", "share_verdict", "sign_test_p", "stop_reasons_text"]
 
 #: Reasons named in a one-line message, the most frequent first.
 _REASONS_SHOWN = 3
@@ -237,3 +237,14 @@ def reasons_text(reasons: Sequence[tuple[str, int]], *, top: int = _REASONS_SHOW
     if more > 0:
         shown.append(f"{more} more reason{'s' if more > 1 else ''}")
     return ", ".join(shown)
+
+
+def stop_reasons_text(tasks: Sequence[TaskResult]) -> str:
+    """How the unscored attempts of ``tasks`` stopped, counted by reason in name order."""
+    counts: Counter[str] = Counter()
+    for t in tasks:
+        for a in t.attempts:
+            if not a.scored:
+                # A completed attempt without a score is a scorer failure, not a success.
+                counts["scorer failed" if a.stop_reason == "completed" else a.stop_reason] += 1
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))

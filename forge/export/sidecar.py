@@ -144,14 +144,7 @@ def verify_export(out: str | Path, *, sidecar: str | Path | None = None) -> Veri
     """Compare ``out`` with its sidecar: whole-file sha256, line count, each line's sha256."""
     out = Path(out)
     meta = Path(sidecar) if sidecar is not None else sidecar_path(out)
-    if not out.exists() and out.name.endswith(SIDECAR_SUFFIX):
-        raise ExportError("give the JSONL, not its sidecar", file=out)
-    try:
-        data = out.read_bytes()
-    except FileNotFoundError:
-        raise ExportError("file not found", file=out) from None
-    except OSError as exc:
-        raise ExportError(f"cannot read: {exc.strerror or exc}", file=out) from None
+    data = _read_export(out)
     side = load_sidecar(meta)
     actual_sha = sha256_hex(data)
     lines = split_lines(data)
@@ -166,6 +159,17 @@ def verify_export(out: str | Path, *, sidecar: str | Path | None = None) -> Veri
     return VerifyReport(path=out, sidecar=meta, expected_lines=side.line_count,
                         actual_lines=len(lines), expected_sha256=side.jsonl_sha256,
                         actual_sha256=actual_sha, problems=tuple(problems))
+
+
+def _read_export(out: Path) -> bytes:
+    if not out.exists() and out.name.endswith(SIDECAR_SUFFIX):
+        raise ExportError("give the JSONL, not its sidecar", file=out)
+    try:
+        return out.read_bytes()
+    except FileNotFoundError:
+        raise ExportError("file not found", file=out) from None
+    except OSError as exc:
+        raise ExportError(f"cannot read: {exc.strerror or exc}", file=out) from None
 
 
 def _line_problems(expected: Sequence[SidecarLine], actual: Sequence[str]) -> list[str]:
@@ -184,27 +188,39 @@ def _line_problems(expected: Sequence[SidecarLine], actual: Sequence[str]) -> li
             problems.append(f"line {rec.line} edited (was task {rec.task_id} attempt "
                             f"{rec.attempt})")
             continue
-        # Identical lines share a hash (the same answer passing twice); among the lines
-        # that held this content, prefer one that now holds this line's: a swap.
-        swapped = [o for o in origins
-                   if o - 1 < len(actual) and actual[o - 1] == rec.sha256
-                   and o not in reported_swaps]
-        origin = swapped[0] if swapped else origins[0]
-        j = origin - 1
-        if swapped:
-            reported_swaps.update({rec.line, origin})
-            problems.append(f"lines {rec.line} and {origin} swapped (tasks {rec.task_id} and "
-                            f"{expected[j].task_id})")
-        else:
-            problems.append(f"line {rec.line} holds what line {origin} held (task "
-                            f"{expected[j].task_id} attempt {expected[j].attempt}): moved")
-    if len(actual) < len(expected):
-        first, last = len(actual) + 1, len(expected)
-        span = f"line {first}" if first == last else f"lines {first}–{last}"
-        problems.append(f"{span} missing: the file has {len(actual)} of {len(expected)} lines "
-                        "(truncated?)")
-    elif len(actual) > len(expected):
-        problems.append(f"{len(actual) - len(expected)} line(s) added after line "
-                        f"{len(expected)}: the file has {len(actual)} lines, the sidecar "
-                        f"records {len(expected)}")
+        problems.append(_displaced(rec, origins, expected, actual, reported_swaps))
+    count = _count_problem(len(expected), len(actual))
+    if count is not None:
+        problems.append(count)
     return problems
+
+
+def _displaced(rec: SidecarLine, origins: Sequence[int], expected: Sequence[SidecarLine],
+               actual: Sequence[str], reported_swaps: set[int]) -> str:
+    """Line ``rec`` holds what the lines ``origins`` held: a swap (recorded in
+    ``reported_swaps`` so its other half is not named again) or a move."""
+    # Identical lines share a hash (the same answer passing twice); among the lines
+    # that held this content, prefer one that now holds this line's: a swap.
+    swapped = [o for o in origins
+               if o - 1 < len(actual) and actual[o - 1] == rec.sha256
+               and o not in reported_swaps]
+    origin = swapped[0] if swapped else origins[0]
+    j = origin - 1
+    if swapped:
+        reported_swaps.update({rec.line, origin})
+        return (f"lines {rec.line} and {origin} swapped (tasks {rec.task_id} and "
+                f"{expected[j].task_id})")
+    return (f"line {rec.line} holds what line {origin} held (task "
+            f"{expected[j].task_id} attempt {expected[j].attempt}): moved")
+
+
+def _count_problem(expected: int, actual: int) -> str | None:
+    """Lines missing at the end, or added after it; None when the counts agree."""
+    if actual < expected:
+        first, last = actual + 1, expected
+        span = f"line {first}" if first == last else f"lines {first}–{last}"
+        return f"{span} missing: the file has {actual} of {expected} lines (truncated?)"
+    if actual > expected:
+        return (f"{actual - expected} line(s) added after line {expected}: the file has "
+                f"{actual} lines, the sidecar records {expected}")
+    return None

@@ -111,22 +111,25 @@ def parse_lines(data: bytes, path: Path, error: type[InputFileError], *, damaged
         try:
             # Decoded here: json.loads of bytes would guess UTF-16 from a stray BOM.
             value = loads_json(raw.decode("utf-8"), bounded=False)
-        except DuplicateJsonKey as exc:
-            # Only a line cut short is torn; a whole one says the key twice on purpose.
-            if torn_tail and index == len(lines):  # the last line, and no newline after it
-                log.warning("%s:%d: ignoring a torn last line", path, number)
-                break
-            raise error(f"{damaged}: {exc.message}", file=path, line=number,
-                        field=field_path(exc.loc) or None) from None
         # ValueError: also an integer too long to convert; RecursionError: nesting
         # deeper than the parser's stack. Neither is a line forge wrote.
         except (ValueError, RecursionError) as exc:
-            if torn_tail and index >= last:
+            # Only a line cut short is torn; a whole one says a key twice on purpose.
+            torn = index == len(lines) if isinstance(exc, DuplicateJsonKey) else index >= last
+            if torn_tail and torn:
                 log.warning("%s:%d: ignoring a torn last line", path, number)
                 break
-            raise error(f"{damaged}: {_problem(exc)}", file=path, line=number) from None
+            raise _damage(exc, error, damaged, path, number) from None
         out.append((number, value))
     return out
+
+
+def _damage(exc: Exception, error: type[InputFileError], damaged: str, path: Path,
+            number: int) -> InputFileError:
+    if isinstance(exc, DuplicateJsonKey):
+        return error(f"{damaged}: {exc.message}", file=path, line=number,
+                     field=field_path(exc.loc) or None)
+    return error(f"{damaged}: {_problem(exc)}", file=path, line=number)
 
 
 def _problem(exc: Exception) -> str:

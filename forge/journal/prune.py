@@ -134,8 +134,7 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
     rows = list(read_attempts(store_file(folder)))
     kept = [row for row in rows if read_for_review(row, configs, k, review_test_k(run))]
     before = sum(p.stat().st_size for p in files)
-    if load_pruned(folder) is not None and files == [folder / STORE_FILE] \
-            and len(kept) == len(rows):
+    if _already_pruned(folder, files, dropped=len(rows) - len(kept)):
         return PruneOutcome(folder, "skipped", "already pruned", len(rows), len(kept),
                             before, before)
     data = store_bytes([attempt_line(r.config, r.stream, r.result) for r in kept])
@@ -144,6 +143,11 @@ def _plan(folder: Path, run: RunRecords, *, dry_run: bool) -> PruneOutcome:
     if not dry_run:
         _write_pruned(folder, _prune_record(folder, run, outcome, rows, files), data)
     return outcome
+
+
+def _already_pruned(folder: Path, files: list[Path], *, dropped: int) -> bool:
+    """Pruned before, and nothing has been added since that a prune would drop."""
+    return load_pruned(folder) is not None and files == [folder / STORE_FILE] and not dropped
 
 
 def _prune_record(folder: Path, run: RunRecords, outcome: PruneOutcome,
@@ -180,6 +184,18 @@ def prune_runs(folders: Sequence[Path], *, dry_run: bool, force: bool = False, k
     before any is pruned. Otherwise (every run under a journals folder) it is skipped,
     with the reason on its outcome.
     """
+    skipped, allowed = _triage(folders, force=force, named=named)
+    allowed.sort(key=lambda item: (item[0], item[1].name))
+    for _, folder in allowed[len(allowed) - keep:] if keep else []:
+        skipped[folder] = f"one of the {keep} newest runs (--keep {keep})"
+    return [_prune_unless_skipped(folder, skipped.get(folder), dry_run=dry_run, force=force,
+                                  named=named) for folder in folders]
+
+
+def _triage(folders: Sequence[Path], *, force: bool, named: bool
+            ) -> tuple[dict[Path, str], list[tuple[datetime, Path]]]:
+    """The folders that may not be pruned, with why, and (creation time, folder) of
+    those that may; with ``named``, a folder that may not is a :class:`JournalError`."""
     skipped: dict[Path, str] = {}
     allowed: list[tuple[datetime, Path]] = []
     for folder in folders:
@@ -199,19 +215,17 @@ def prune_runs(folders: Sequence[Path], *, dry_run: bool, force: bool = False, k
             skipped[folder] = why
             continue
         allowed.append((created if created.tzinfo else created.replace(tzinfo=UTC), folder))
-    allowed.sort(key=lambda item: (item[0], item[1].name))
-    for _, folder in allowed[len(allowed) - keep:] if keep else []:
-        skipped[folder] = f"one of the {keep} newest runs (--keep {keep})"
-    outcomes: list[PruneOutcome] = []
-    for folder in folders:
-        if folder in skipped:
-            outcomes.append(PruneOutcome(folder, "skipped", skipped[folder]))
-            continue
-        try:
-            outcomes.append(prune_run(folder, dry_run=dry_run, force=force))
-        except JournalError as exc:  # started running since it was looked at
-            if named:
-                raise
-            reason = exc.message.removeprefix(f"cannot prune run {folder.name}: ")
-            outcomes.append(PruneOutcome(folder, "skipped", reason))
-    return outcomes
+    return skipped, allowed
+
+
+def _prune_unless_skipped(folder: Path, skipped: str | None, *, dry_run: bool, force: bool,
+                          named: bool) -> PruneOutcome:
+    if skipped is not None:
+        return PruneOutcome(folder, "skipped", skipped)
+    try:
+        return prune_run(folder, dry_run=dry_run, force=force)
+    except JournalError as exc:  # started running since it was looked at
+        if named:
+            raise
+        reason = exc.message.removeprefix(f"cannot prune run {folder.name}: ")
+        return PruneOutcome(folder, "skipped", reason)

@@ -39,7 +39,7 @@ from forge._util.digest import file_digest, sha256_hex
 from forge._util.files import atomic_write_text, parse_yaml
 from forge.bench.loader import Bench, load_bench
 from forge.config.moves import Move, apply_move
-from forge.config.registry import Config, load_config, load_registry
+from forge.config.registry import Config, Registry, load_config, load_registry
 from forge.config.yaml_file import check_round_trip, first_difference, render_config, show_value
 from forge.errors import MoveError, OptionError, PromoteError
 from forge.journal import RunInfo, load_run, read_records
@@ -307,6 +307,45 @@ def rollback(target: str | Path) -> RollbackResult:
         return _rollback(path, what, sidecar)
 
 
+def _finish_bookkeeping(path: Path, sidecar: Path, stack: list[Promotion],
+                        dropped: Promotion) -> RollbackResult:
+    """The file already holds the content from before ``dropped``: only the sidecar and
+    any leftovers still say otherwise."""
+    notes = _remove_leftovers(path)
+    try:
+        write_sidecar(sidecar, Provenance(target=path.name, promotions=stack))
+    except OSError as exc:
+        raise PromoteError(f"cannot write: {exc.strerror or exc}; the files were left as "
+                           "they were", file=sidecar) from None
+    return RollbackResult(target=path, sidecar=sidecar, undone=None, dropped=dropped,
+                          remaining=len(stack), notes=notes)
+
+
+def _refuse_unless_forge_wrote(what: str, path: Path, entry: Promotion,
+                               current_sha: str | None) -> None:
+    # Rolling back over a hand edit would silently throw the edit away.
+    if current_sha is None:
+        raise PromoteError(f"{what}: refused: the file is missing; it was removed since run "
+                           f"{entry.run_id} was promoted", file=path)
+    if current_sha != entry.written_sha256:
+        raise PromoteError(f"{what}: refused: the file was edited by hand since run "
+                           f"{entry.run_id} was promoted (its sha256 is not the one forge "
+                           "wrote); restore forge's version or undo the change by hand",
+                           file=path)
+
+
+def _undo_moves(what: str, path: Path, registry: Registry, current: Config,
+                entry: Promotion) -> Config:
+    """``current`` with the promotion's recorded inverse moves applied, last first."""
+    config = current
+    for inverse in reversed(entry.inverses):
+        try:
+            config = apply_move(registry, config, inverse)
+        except MoveError as exc:
+            raise PromoteError(f"{what}: refused: {exc}", file=path) from None
+    return config
+
+
 def _rollback(path: Path, what: str, sidecar: Path) -> RollbackResult:
     """The part of :func:`rollback` that reads and writes the file, under its lock."""
     if not sidecar.exists():
@@ -317,38 +356,18 @@ def _rollback(path: Path, what: str, sidecar: Path) -> RollbackResult:
     current_sha = None if current_bytes is None else sha256_hex(current_bytes)
     stack, dropped = settle(stack, current_sha)
     if dropped is not None:
-        # F already holds the content from before that entry: finish the bookkeeping only.
-        notes = _remove_leftovers(path)
-        try:
-            write_sidecar(sidecar, Provenance(target=path.name, promotions=stack))
-        except OSError as exc:
-            raise PromoteError(f"cannot write: {exc.strerror or exc}; the files were left as "
-                               "they were", file=sidecar) from None
-        return RollbackResult(target=path, sidecar=sidecar, undone=None, dropped=dropped,
-                              remaining=len(stack), notes=notes)
+        return _finish_bookkeeping(path, sidecar, stack, dropped)
     if not stack:
         raise PromoteError(f"{what}: nothing to roll back; {sidecar.name} records no "
                            "promotion in effect", file=sidecar)
     entry = stack[-1]
-    if current_bytes is None:
-        raise PromoteError(f"{what}: refused: the file is missing; it was removed since run "
-                           f"{entry.run_id} was promoted", file=path)
-    if current_sha != entry.written_sha256:
-        raise PromoteError(f"{what}: refused: the file was edited by hand since run "
-                           f"{entry.run_id} was promoted (its sha256 is not the one forge "
-                           "wrote); restore forge's version or undo the change by hand",
-                           file=path)
+    _refuse_unless_forge_wrote(what, path, entry, current_sha)
     registry = load_registry(entry.registry_path)
     current = load_config(path, registry)
     if first_difference(current.values, entry.promoted) is not None:
         raise PromoteError(f"{what}: refused: {path} does not hold the config {sidecar.name} "
                            "says was promoted", file=path)
-    config = current
-    for inverse in reversed(entry.inverses):
-        try:
-            config = apply_move(registry, config, inverse)
-        except MoveError as exc:
-            raise PromoteError(f"{what}: refused: {exc}", file=path) from None
+    config = _undo_moves(what, path, registry, current, entry)
     if first_difference(config.values, entry.previous) is not None:
         raise PromoteError(f"{what}: refused: undoing the recorded moves does not give the "
                            f"recorded previous config; {sidecar.name} is damaged", file=sidecar)

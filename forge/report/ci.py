@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from forge._util.files import atomic_write_text
-from forge.ci.baseline import CiReport, percent
+from forge.ci.baseline import CheckOutcome, CiReport, percent
 
 __all__ = [
     "JUNIT_SUITE",
@@ -34,53 +34,46 @@ MARKDOWN_TASK_CAP = 10
 def markdown_summary(report: CiReport, *, cap: int = MARKDOWN_TASK_CAP) -> str:
     """A CI step summary: heading, one table row per gate, then each failing gate's
     tasks (at most ``cap`` each, worst first)."""
-    r = report.result
     mark = "✅ passed" if report.passed else f"❌ failed ({len(report.failed)} of " \
                                             f"{len(report.gates)} gates)"
-    lines = [f"## forge gate: {mark}", ""]
+    lines = [f"## forge gate: {mark}", "", _about(report), "",
+             "| gate | result | reason |", "|---|---|---|"]
+    for g in report.gates:
+        lines.append(f"| {_cell(g.name)} | {'✅ pass' if g.passed else '❌ fail'} | "
+                     f"{_cell(g.reason)} |")
+    for g in report.gates:
+        if g.failing or g.notes:
+            lines += _gate_section(g, cap)
+    return "\n".join(lines) + "\n"
+
+
+def _about(report: CiReport) -> str:
+    """What was gated: the result's bench, split, size, pass rate and fingerprints."""
+    r = report.result
     about = (f"{_code(report.current)}: bench {_code(r.bench)}, split {_code(r.split)}, "
              f"k={r.k}, {len(r.tasks)} tasks, pass rate {percent(r.pass_rate)}, "
              f"config {_code(r.config_fingerprint[:12])}, "
              f"env {_code((r.env_fingerprint or 'none')[:12])}")
     if report.baseline is not None:
         about += f"; baseline {_code(report.baseline)}"
-    lines += [about, "", "| gate | result | reason |", "|---|---|---|"]
-    for g in report.gates:
-        lines.append(f"| {_cell(g.name)} | {'✅ pass' if g.passed else '❌ fail'} | "
-                     f"{_cell(g.reason)} |")
-    for g in report.gates:
-        if not g.failing and not g.notes:
-            continue
-        lines += ["", f"### {'✅' if g.passed else '❌'} {g.name}", ""]
-        for failure in g.failing[:cap]:
-            lines.append(f"- {_code(failure.task_id)}: {_inline(failure.detail)}")
-        if len(g.failing) > cap:
-            lines.append(f"- … and {len(g.failing) - cap} more failing tasks")
-        lines += [f"- {_inline(note)}" for note in g.notes]
-    return "\n".join(lines) + "\n"
+    return about
+
+
+def _gate_section(g: CheckOutcome, cap: int) -> list[str]:
+    """A gate's failing tasks (the first ``cap``) and notes, under its heading."""
+    lines = ["", f"### {'✅' if g.passed else '❌'} {g.name}", ""]
+    for failure in g.failing[:cap]:
+        lines.append(f"- {_code(failure.task_id)}: {_inline(failure.detail)}")
+    if len(g.failing) > cap:
+        lines.append(f"- … and {len(g.failing) - cap} more failing tasks")
+    lines += [f"- {_inline(note)}" for note in g.notes]
+    return lines
 
 
 def junit_xml(report: CiReport) -> str:
     """JUnit XML: one testsuite ``forge-gate``; one testcase per gate and, for a
     failing gate, one more testcase per failing task."""
-    cases: list[ET.Element] = []
-    for g in report.gates:
-        case = ET.Element("testcase", classname=JUNIT_SUITE, name=_xml_text(g.name))
-        if g.passed:
-            if g.notes:
-                ET.SubElement(case, "system-out").text = _xml_text("\n".join(g.notes))
-        else:
-            failure = ET.SubElement(case, "failure", message=_xml_text(g.reason),
-                                    type="GateFailure")
-            failure.text = _xml_text("\n".join(
-                [*(f"{f.task_id}: {f.detail}" for f in g.failing), *g.notes]))
-        cases.append(case)
-        for f in g.failing:
-            task_case = ET.Element("testcase", classname=f"{JUNIT_SUITE}.{g.name}",
-                                   name=_xml_text(f.task_id))
-            ET.SubElement(task_case, "failure", message=_xml_text(f.detail),
-                          type="TaskFailure")
-            cases.append(task_case)
+    cases = [case for g in report.gates for case in _gate_cases(g)]
     n_failures = sum(1 for c in cases if c.find("failure") is not None)
     suite = ET.Element("testsuite", name=JUNIT_SUITE, tests=str(len(cases)),
                        failures=str(n_failures), errors="0", skipped="0")
@@ -97,6 +90,26 @@ def junit_xml(report: CiReport) -> str:
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(
         root, encoding="unicode") + "\n"
+
+
+def _gate_cases(g: CheckOutcome) -> list[ET.Element]:
+    """The gate's testcase, then one per failing task."""
+    case = ET.Element("testcase", classname=JUNIT_SUITE, name=_xml_text(g.name))
+    if g.passed:
+        if g.notes:
+            ET.SubElement(case, "system-out").text = _xml_text("\n".join(g.notes))
+    else:
+        failure = ET.SubElement(case, "failure", message=_xml_text(g.reason),
+                                type="GateFailure")
+        failure.text = _xml_text("\n".join(
+            [*(f"{f.task_id}: {f.detail}" for f in g.failing), *g.notes]))
+    cases = [case]
+    for f in g.failing:
+        task_case = ET.Element("testcase", classname=f"{JUNIT_SUITE}.{g.name}",
+                               name=_xml_text(f.task_id))
+        ET.SubElement(task_case, "failure", message=_xml_text(f.detail), type="TaskFailure")
+        cases.append(task_case)
+    return cases
 
 
 def write_junit(report: CiReport, path: str | Path) -> None:

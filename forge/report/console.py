@@ -144,10 +144,7 @@ def runs_table(runs: list[RunSummary], title: str, width: int) -> Table | None:
     under the table.
     """
     rows = [_run_cells(run) for run in runs]
-    columns = [[header, *(row[i].plain for row in rows)] for i, header in enumerate(_RUN_HEADERS)]
-    lowest = [max(len(w) for text in col for w in text.split()) for col in columns]
-    lowest[0] = max(len(text) for text in columns[0])
-    highest = [max(len(line) for text in col for line in text.split("\n")) for col in columns]
+    lowest, highest = _width_bounds(rows)
     room = width - _overhead(title)
     if sum(lowest) > room:
         return None
@@ -158,6 +155,16 @@ def runs_table(runs: list[RunSummary], title: str, width: int) -> Table | None:
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _width_bounds(rows: list[tuple[Text, ...]]) -> tuple[list[int], list[int]]:
+    """Each column's narrowest width that cuts no word (the run id: no wrap at all) and
+    its widest line, headers included."""
+    columns = [[header, *(row[i].plain for row in rows)] for i, header in enumerate(_RUN_HEADERS)]
+    lowest = [max(len(w) for text in col for w in text.split()) for col in columns]
+    lowest[0] = max(len(text) for text in columns[0])
+    highest = [max(len(line) for text in col for line in text.split("\n")) for col in columns]
+    return lowest, highest
 
 
 def _runs_frame(title: str, widths: list[int]) -> Table:

@@ -149,7 +149,11 @@ def step_value(setting: Setting, current: Any, direction: str) -> Scalar | None:
         held = setting.check(current)
         choice = next((c for c in setting.choices if str(c) == direction), None)
         return None if choice is None or same_value(choice, held) else choice
-    value = setting.check(current)
+    return _numeric_step(setting, setting.check(current), direction)
+
+
+def _numeric_step(setting: Setting, value: Any, direction: str) -> Scalar | None:
+    """The neighbour of ``value`` above it (``up``) or below it (``down``)."""
     side = [n for n in setting.neighbours(value)
             if (direction == "up" and cast(float, n) > value)
             or (direction == "down" and cast(float, n) < value)]

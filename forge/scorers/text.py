@@ -72,8 +72,7 @@ class ExactScorer(OptionScorer[ExactOptions]):
         if isinstance(value, bool):
             return ("bool", value)
         if isinstance(value, int | float):
-            number = to_decimal(value) if self.options.coerce else None
-            return ("num", number) if number is not None else (type(value).__name__, value)
+            return self._number_key(value)
         if isinstance(value, str):
             return self._text_key(value)
         if value is None:
@@ -82,6 +81,15 @@ class ExactScorer(OptionScorer[ExactOptions]):
             return ("list", tuple(self._key(item) for item in value))
         if isinstance(value, dict):
             return ("dict", frozenset((str(k), self._key(v)) for k, v in value.items()))
+        return self._other_key(value)
+
+    def _number_key(self, value: int | float) -> tuple[Any, ...]:
+        """With ``coerce``, ``2``, ``2.0`` and ``"2"`` share one key; without, int and
+        float stay apart."""
+        number = to_decimal(value) if self.options.coerce else None
+        return ("num", number) if number is not None else (type(value).__name__, value)
+
+    def _other_key(self, value: Any) -> Any:
         # Anything else a Python harness may return (a pydantic model, a set): compare
         # its JSON form, so a model equals the dict a task line spells it as.
         try:
@@ -161,11 +169,16 @@ class ContainsScorer(OptionScorer[ContainsOptions]):
         text = self.options.text
         if text is None:
             text = task.expected
-            if not text or not (isinstance(text, str) or (
-                    isinstance(text, list) and all(isinstance(t, str) and t for t in text))):
+            if not _is_text_or_texts(text):
                 raise ValueError(f"task {task.id!r}: 'expected' must be non-empty text or a list "
                                  f"of texts for 'contains', got {quote(text)}")
         return [text] if isinstance(text, str) else list(text)
+
+
+def _is_text_or_texts(value: Any) -> bool:
+    """Non-empty text, or a non-empty list of non-empty texts."""
+    return bool(value) and (isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(t, str) and t for t in value)))
 
 
 

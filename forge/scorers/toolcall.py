@@ -46,12 +46,18 @@ class ToolCallScorer(OptionScorer[ToolCallOptions]):
         if expected is None:
             raise ValueError(f"task {task.id!r} has no 'expected_tools' for 'toolcall' to check")
         calls = output.tool_calls
-        clean = [i for i, call in enumerate(calls) if call.ok and call.error is None]
-        fits = [[j for j in clean if _matches(tool, calls[j])] for tool in expected]
+        clean = [i for i, call in enumerate(calls) if _clean(call)]
+        fits = _fitting(expected, calls, clean)
         pairs = _ordered_pairs(fits) if self.options.ordered else _max_pairs(fits)
         unexpected = [] if self.options.allow_additional else _unexpected(expected, calls, clean)
         return _tool_score(expected, calls, fits, pairs, unexpected,
                            ordered=self.options.ordered, failed=len(calls) - len(clean))
+
+
+def _fitting(expected: Sequence[ExpectedTool], calls: Sequence[ToolCall],
+             clean: Sequence[int]) -> list[list[int]]:
+    """For each expected tool, the clean calls that match it."""
+    return [[j for j in clean if _matches(tool, calls[j])] for tool in expected]
 
 
 def _unexpected(expected: Sequence[ExpectedTool], calls: Sequence[ToolCall],
@@ -92,18 +98,28 @@ def args_match(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(
             key in actual and args_match(value, actual[key]) for key, value in expected.items())
+    if isinstance(expected, list | tuple):
+        return (isinstance(actual, list | tuple) and len(expected) == len(actual)
+                and all(args_match(e, a) for e, a in zip(expected, actual, strict=True)))
+    return _scalar_match(expected, actual)
+
+
+def _scalar_match(expected: Any, actual: Any) -> bool:
+    # ``True == 1`` in Python, but an agent that sent ``true`` for a count did not send 1.
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
         return expected == actual
-    if isinstance(expected, list | tuple):
-        return (isinstance(actual, list | tuple) and len(expected) == len(actual)
-                and all(args_match(e, a) for e, a in zip(expected, actual, strict=True)))
     return bool(expected == actual)
 
 
 def _matches(tool: ExpectedTool, call: ToolCall) -> bool:
     return tool.name == call.name and args_match(tool.args, call.args)
+
+
+def _clean(call: ToolCall) -> bool:
+    """A call that ran without error: the only kind that can match an expected tool."""
+    return call.ok and call.error is None
 
 
 def _max_pairs(fits: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
@@ -138,11 +154,7 @@ def _ordered_pairs(fits: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
     calls = sorted({j for row in fits for j in row})
     n, m = len(fits), len(calls)
     fit = [set(row) for row in fits]
-    best = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for k in range(m - 1, -1, -1):
-            take = best[i + 1][k + 1] + 1 if calls[k] in fit[i] else 0
-            best[i][k] = max(best[i + 1][k], best[i][k + 1], take)
+    best = _common_lengths(fit, calls)
     pairs: list[tuple[int, int]] = []
     i = k = 0
     while i < n and k < m:
@@ -156,6 +168,18 @@ def _ordered_pairs(fits: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
     return pairs
 
 
+def _common_lengths(fit: Sequence[set[int]], calls: Sequence[int]) -> list[list[int]]:
+    """``best[i][k]``: how many of the expected tools from ``i`` on can be paired in
+    order with the calls from ``k`` on, the table the longest common subsequence walks."""
+    n, m = len(fit), len(calls)
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for k in range(m - 1, -1, -1):
+            take = best[i + 1][k + 1] + 1 if calls[k] in fit[i] else 0
+            best[i][k] = max(best[i + 1][k], best[i][k + 1], take)
+    return best
+
+
 def _why_missing(tool: ExpectedTool, calls: Sequence[ToolCall], fitting: Sequence[int],
                  ordered: bool) -> str:
     """Name the missing tool and what came closest, so a person can see the near miss."""
@@ -163,14 +187,21 @@ def _why_missing(tool: ExpectedTool, calls: Sequence[ToolCall], fitting: Sequenc
     if fitting:
         return (f"{text}: called, but not in the expected order" if ordered else
                 f"{text}: its matching call is already counted for another expected tool")
+    notes = _near_misses(tool, calls)
+    return f"{text}: {', '.join(notes)}" if notes else text
+
+
+def _near_misses(tool: ExpectedTool, calls: Sequence[ToolCall]) -> list[str]:
+    """The calls of the same name that did not match: how many failed, how many had
+    other args (with the last one's, the likeliest retry)."""
     same_name = [c for c in calls if c.name == tool.name]
-    clean = [c for c in same_name if c.ok and c.error is None]
+    clean = [c for c in same_name if _clean(c)]
     notes = []
     if len(same_name) > len(clean):
         notes.append(f"{len(same_name) - len(clean)} failed call(s)")
     if clean:
         notes.append(f"{len(clean)} call(s) with other args, e.g. {quote(clean[-1].args, 60)}")
-    return f"{text}: {', '.join(notes)}" if notes else text
+    return notes
 
 
 def _render(name: str, args: dict[str, Any]) -> str:

@@ -81,6 +81,27 @@ def power_spending(alpha: float, rho: float) -> Callable[[float], float]:
     return spend
 
 
+def _check_fractions(ts: Sequence[float]) -> None:
+    if any(not 0 < t <= 1 for t in ts) or any(b <= a for a, b in itertools.pairwise(ts)):
+        raise ValueError(f"fractions must increase strictly within (0, 1], got {ts}")
+
+
+def _later_boundary(grid: np.ndarray, weights: np.ndarray, sd: float, target: float
+                    ) -> float:
+    """The boundary on S(t_k) past which the continuing paths (``weights`` on ``grid``
+    at the previous look, an increment of sd ``sd``) cross with probability ``target``."""
+    if target <= 0:
+        return math.inf
+
+    def crossing(bound: float) -> float:
+        return float(np.dot(weights, special.ndtr((grid - bound) / sd)))
+
+    hi = float(grid[-1]) + 12 * sd
+    if crossing(hi) > target:  # numerically impossible: spend it all here
+        return hi
+    return float(optimize.brentq(lambda x: crossing(x) - target, _LOWER, hi, xtol=1e-9))
+
+
 def efficacy_boundaries(fractions: Sequence[float], spend: Callable[[float], float]
                         ) -> list[float]:
     """Critical values ``c_1..c_L`` of the standardized statistic at each look.
@@ -92,8 +113,7 @@ def efficacy_boundaries(fractions: Sequence[float], spend: Callable[[float], flo
     ts = [float(t) for t in fractions]
     if not ts:
         return []
-    if any(not 0 < t <= 1 for t in ts) or any(b <= a for a, b in itertools.pairwise(ts)):
-        raise ValueError(f"fractions must increase strictly within (0, 1], got {ts}")
+    _check_fractions(ts)
     out: list[float] = []
     # The density of S(t_k) on the continuation region, on a grid.
     grid: np.ndarray | None = None
@@ -112,20 +132,7 @@ def efficacy_boundaries(fractions: Sequence[float], spend: Callable[[float], flo
             density = _pdf(grid / sd) / sd
         else:
             weights = _simpson(grid, density)
-
-            def crossing(bound: float, g: np.ndarray = grid, w: np.ndarray = weights,
-                         s: float = sd) -> float:
-                return float(np.dot(w, special.ndtr((g - bound) / s)))
-
-            if target <= 0:
-                b = math.inf
-            else:
-                hi = float(grid[-1]) + 12 * sd
-                if crossing(hi) > target:  # numerically impossible: spend it all here
-                    b = hi
-                else:
-                    b = float(optimize.brentq(lambda x, goal=target: crossing(x) - goal,
-                                              _LOWER, hi, xtol=1e-9))
+            b = _later_boundary(grid, weights, sd, target)
             new_grid = _grid(b if math.isfinite(b) else -_LOWER + float(grid[-1]))
             density = (_pdf((new_grid[:, None] - grid[None, :]) / sd) / sd) @ weights
             grid = new_grid
