@@ -203,8 +203,11 @@ def load_run_records(folder: Path) -> RunRecords:
     ``journal.jsonl`` reads as no records: a search writes ``run.json`` first and
     its first record only after evaluating the start config.
     """
+    # run.json first: a run whose run.json is damaged is refused for that, whatever
+    # its journal holds.
+    info = load_run(folder)
     records = read_records(folder) if (folder / "journal.jsonl").exists() else []
-    return run_records(folder, load_run(folder), records)
+    return run_records(folder, info, records)
 
 
 def run_records(folder: Path, info: RunInfo, records: Sequence[AnyRecord]) -> RunRecords:
