@@ -8,12 +8,14 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from annotated_types import Ge
+from pydantic.fields import FieldInfo
 
 from forge._util.interrupt import received
-from forge.bench.loader import load_bench
+from forge.bench.loader import BudgetSettings, load_bench
 from forge.commands._stdout import stdout_for_json
 from forge.commands.common import (
     ExecutorOption,
@@ -25,12 +27,13 @@ from forge.commands.common import (
 )
 from forge.config.registry import load_config
 from forge.errors import ExecutorLost, OptionError, RunInterrupted, StartFailed
-from forge.evaluation.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, executor_class
 from forge.journal import new_run_id
 from forge.journal.run import DEFAULT_JOURNALS
 from forge.proposers import PROPOSERS
 from forge.runtime import runtime_first_moves
+from forge.search.launch import launch_search, resume_search, search_options
+from forge.search.options import SearchOptions
 from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
 
@@ -39,22 +42,40 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "search_command"]
 
+#: SearchOptions' fields as pydantic declares them (it sets this on its dataclasses).
+_FIELDS: dict[str, FieldInfo] = SearchOptions.__pydantic_fields__  # type: ignore[attr-defined]
+
+
+def _flag(name: str, *decls: str) -> Any:
+    """The typer option of :class:`SearchOptions`' field ``name``: its help and lower
+    bound are the field's, declared there once."""
+    return typer.Option(*decls, min=_lower(_FIELDS[name]), help=_FIELDS[name].description)
+
+
+def _lower(field: FieldInfo) -> Any:
+    return next((m.ge for m in field.metadata if isinstance(m, Ge)), None)
+
+
+def _default(name: str) -> Any:
+    """What the field ``name`` is when its flag is not given."""
+    return _FIELDS[name].default
+
+
+#: ``--budget-rollouts`` sets the rollouts of the budget: their bound, the budget's help.
+_BUDGET_ROLLOUTS = typer.Option(
+    "--budget-rollouts", min=_lower(BudgetSettings.model_fields["rollouts"]),
+    help=_FIELDS["budget"].description)
+
 
 @stdout_for_json  # a harness that prints cannot break the JSON
 def search_command(
     bench_path: Annotated[Path | None, typer.Argument(
         metavar="BENCH", help="bench file or folder with bench.yaml")] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="start config")] = None,
-    max_steps: Annotated[int | None, typer.Option(
-        "--max-steps", min=0, help="stop after N steps (default: the bench's search.max_steps)"
-    )] = None,
-    patience: Annotated[int | None, typer.Option(
-        "--patience", min=1,
-        help="stop after N steps in a row without a promotion (default: the bench's)")] = None,
-    budget_rollouts: Annotated[int | None, typer.Option(
-        "--budget-rollouts", min=1,
-        help="rollout budget: stop once N are spent, to within one screening chunk "
-             "(default: the bench's search.budget)")] = None,
+    # Not given (None): the bench's, or the field's default (search_options).
+    max_steps: Annotated[int | None, _flag("max_steps", "--max-steps")] = None,
+    patience: Annotated[int | None, _flag("patience", "--patience")] = None,
+    budget_rollouts: Annotated[int | None, _BUDGET_ROLLOUTS] = None,
     proposer: Annotated[str, typer.Option(
         "--proposer", metavar="[" + "|".join(PROPOSERS.names()) + "]",
         help="who proposes the moves (default auto); llm: a model proposes one move per "
@@ -63,13 +84,10 @@ def search_command(
     executor: ExecutorOption = None,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
-    k: Annotated[int | None, typer.Option("-k", min=1, help="attempts per task")] = None,
-    candidates: Annotated[int | None, typer.Option(
-        "--candidates", min=1,
-        help="moves of different settings per step (an enum among them brings its other "
-             "choices too)")] = None,
-    seed: Annotated[int, typer.Option(
-        "--seed", help="run seed: the same seed gives the same decisions")] = DEFAULT_SEED,
+    k: Annotated[int | None, _flag("k", "-k")] = None,
+    candidates_per_step: Annotated[int | None, _flag("candidates_per_step",
+                                                     "--candidates")] = None,
+    seed: Annotated[int, _flag("seed", "--seed")] = _default("seed"),
     run_id: Annotated[str | None, typer.Option(
         "--run-id", help="name the run folder (default: bench name and UTC time)")] = None,
     resume: Annotated[str | None, typer.Option(
@@ -79,9 +97,7 @@ def search_command(
     from_runtime: Annotated[Path | None, typer.Option(
         "--from-runtime", metavar="JOURNAL",
         help="try first the moves the runtime mutator proposed most often")] = None,
-    no_test: Annotated[bool, typer.Option(
-        "--no-test", help="end without the test split: quicker, but the run cannot be "
-                          "promoted")] = False,
+    no_test: Annotated[bool, _flag("run_test", "--no-test")] = not _default("run_test"),
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
@@ -108,13 +124,13 @@ def search_command(
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
-        outcome = _launch(_Launch(
-            bench_path=bench_path, config_file=config_file, max_steps=max_steps,
-            patience=patience, budget_rollouts=budget_rollouts, proposer=proposer,
-            executor=executor, workers=workers, ray_address=ray_address, k=k,
-            candidates=candidates, seed=seed, run_id=run_id, journals=journals,
-            from_runtime=from_runtime, run_test=not no_test, as_json=as_json), view,
-            progress)
+        choices = {"max_steps": max_steps, "patience": patience,
+                   "budget_rollouts": budget_rollouts, "k": k, "seed": seed,
+                   "candidates_per_step": candidates_per_step, "run_test": not no_test}
+        outcome = _launch(bench_path, choices, _NewRun(
+            config_file=config_file, from_runtime=from_runtime, proposer=proposer,
+            executor=(executor, workers, ray_address), run_id=run_id, journals=journals,
+            as_json=as_json), view, progress)
     if as_json:
         view.failures(outcome)  # on stderr, with the decisions
         print_json(outcome.as_json())
@@ -128,33 +144,21 @@ def search_command(
 
 
 @dataclass(frozen=True)
-class _Launch:
-    """The command line of a new search."""
+class _NewRun:
+    """What a new run is besides its search options: where it starts and is kept."""
 
-    bench_path: Path
     config_file: Path | None
-    max_steps: int | None
-    patience: int | None
-    budget_rollouts: int | None
+    from_runtime: Path | None
     proposer: str
-    executor: str | None
-    workers: int | None
-    ray_address: str | None
-    k: int | None
-    candidates: int | None
-    seed: int
+    executor: tuple[str | None, int | None, str | None]  # --executor, --workers, --ray-address
     run_id: str | None
     journals: Path
-    from_runtime: Path | None
-    run_test: bool
     as_json: bool
 
 
 def _resume(run_id: str, journals: Path, view: LiveView, progress: SearchProgress | None,
             executor: ExecutorSettings | None) -> SearchOutcome:
     """``--resume RUN_ID``: the run continued with its journaled options."""
-    from forge.search.launch import resume_search
-
     if progress is not None:
         progress.resume = _command("search --resume", run_id, journals)
     with _resumable(run_id, journals):
@@ -162,34 +166,29 @@ def _resume(run_id: str, journals: Path, view: LiveView, progress: SearchProgres
                              executor=executor, progress=progress)
 
 
-def _launch(line: _Launch, view: LiveView, progress: SearchProgress | None) -> SearchOutcome:
-    """A new search of ``line.bench_path``."""
-    from forge.search.launch import launch_search
-
-    bench = load_bench(line.bench_path)
-    start = load_config(line.config_file, bench.registry) if line.config_file else None
+def _launch(bench_path: Path, choices: dict[str, Any], run: _NewRun, view: LiveView,
+            progress: SearchProgress | None) -> SearchOutcome:
+    """A new search of ``bench_path``: its options are the flags ``choices`` holds (None:
+    not given) over the bench's."""
+    bench = load_bench(bench_path)
+    start = load_config(run.config_file, bench.registry) if run.config_file else None
     first = None
-    if line.from_runtime is not None:
-        first = runtime_first_moves(line.from_runtime, bench.registry,
-                                    start or bench.defaults)
-        (err if line.as_json else out).print(
-            f"runtime journal {line.from_runtime}: {len(first)} move(s) first in the queue"
+    if run.from_runtime is not None:
+        first = runtime_first_moves(run.from_runtime, bench.registry, start or bench.defaults)
+        (err if run.as_json else out).print(
+            f"runtime journal {run.from_runtime}: {len(first)} move(s) first in the queue"
             + (": " + ", ".join(str(m) for m in first) if first else ""),
             highlight=False, markup=False, soft_wrap=True)
     # Chosen here, so that an interruption can name the run to resume.
-    run_id = line.run_id or new_run_id(bench.name)
+    run_id = run.run_id or new_run_id(bench.name)
     if progress is not None:
-        progress.resume = _command("search --resume", run_id, line.journals)
-    with _resumable(run_id, line.journals):
-        return launch_search(bench, start=start, max_steps=line.max_steps,
-                             patience=line.patience, budget_rollouts=line.budget_rollouts,
-                             k=line.k, seed=line.seed, proposer=line.proposer,
-                             candidates_per_step=line.candidates, run_id=run_id,
-                             journals=line.journals, first_moves=first,
-                             on_record=view.on_record,
-                             executor=bench.executor_settings(line.executor, line.workers,
-                                                              line.ray_address),
-                             progress=progress, run_test=line.run_test)
+        progress.resume = _command("search --resume", run_id, run.journals)
+    with _resumable(run_id, run.journals):
+        options = search_options(bench, executor=bench.executor_settings(*run.executor),
+                                 **choices)
+        return launch_search(bench, options=options, start=start, proposer=run.proposer,
+                             run_id=run_id, journals=run.journals, first_moves=first,
+                             on_record=view.on_record, progress=progress)
 
 
 def _next_steps(outcome: SearchOutcome, journals: Path) -> list[tuple[str, str]]:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from forge._util.bounds import MAX_K
 from forge.bench.loader import Bench, BudgetSettings, check_attempts, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.errors import JournalError, OptionError
-from forge.evaluation.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import (
     JOURNAL_FORMAT_VERSION,
@@ -33,54 +36,65 @@ from forge.search.options import SearchOptions, check_flags
 from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
 
-__all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search"]
+__all__ = ["DEFAULT_JOURNALS", "launch_search", "resume_search", "search_options"]
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
                           errno.EFBIG, errno.EIO})
 
 
-def _options(bench: Bench, *, max_steps: int | None, patience: int | None,
-             budget_rollouts: int | None, k: int | None, seed: int,
-             concurrency: int | None, candidates_per_step: int | None,
-             executor: ExecutorSettings, run_test: bool) -> SearchOptions:
-    s = bench.spec.search
-    if k is not None and k > MAX_K:
-        raise OptionError(f"{k:,} attempts per task; at most {MAX_K:,}", option="-k")
-    for split in bench.splits:
-        check_attempts(k or bench.spec.rollouts.k, len(bench.tasks(split)), split, option="-k")
+def search_options(bench: Bench, *, budget_rollouts: int | None = None,
+                   **given: Any) -> SearchOptions:
+    """The options of a new search of ``bench``: each :class:`SearchOptions` field given
+    (by its name; None: not given) over the bench's settings (``search``, ``rollouts``,
+    ``executor``) or the field's default. ``budget_rollouts`` replaces the rollouts of
+    the bench's budget. A value out of the field's bounds is an :class:`OptionError`."""
+    unknown = sorted(set(given) - {f.name for f in dataclasses.fields(SearchOptions)})
+    if unknown:
+        raise TypeError(f"no search option {unknown[0]!r}")
+    chosen = {name: value for name, value in given.items() if value is not None}
+    s, r = bench.spec.search, bench.spec.rollouts
     budget = s.budget if budget_rollouts is None else BudgetSettings(
         rollouts=budget_rollouts, cost=s.budget.cost, wall_time_s=s.budget.wall_time_s)
-    return SearchOptions(
-        max_steps=s.max_steps if max_steps is None else max_steps,
-        patience=s.patience if patience is None else patience, budget=budget,
-        k=k or bench.spec.rollouts.k, seed=seed,
-        concurrency=concurrency or bench.spec.rollouts.concurrency,
-        timeout_s=bench.spec.rollouts.timeout_s,
-        candidates_per_step=candidates_per_step or 4, executor=executor, run_test=run_test)
+    fields: dict[str, Any] = {
+        "max_steps": s.max_steps, "patience": s.patience, "budget": budget, "k": r.k,
+        "concurrency": r.concurrency, "timeout_s": r.timeout_s,
+        "executor": bench.executor_settings(), **chosen}
+    try:
+        return SearchOptions(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise OptionError(f"{first['msg']}, got {first['input']!r}",
+                          option=str(first["loc"][0])) from None
 
 
-def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None,
-                  max_steps: int | None = None, patience: int | None = None,
-                  budget_rollouts: int | None = None, k: int | None = None,
-                  seed: int = DEFAULT_SEED, proposer: str = "auto",
-                  concurrency: int | None = None, candidates_per_step: int | None = None,
+def launch_search(bench_path: str | Path | Bench, *, options: SearchOptions | None = None,
+                  start: Config | None = None, proposer: str = "auto",
                   run_id: str | None = None, journals: Path = DEFAULT_JOURNALS,
                   first_moves: list[Move] | None = None,
                   on_record: Callable[[AnyRecord], None] | None = None,
-                  executor: ExecutorSettings | None = None,
                   progress: SearchProgress | None = None,
-                  run_test: bool = True) -> SearchOutcome:
+                  **choices: Any) -> SearchOutcome:
     """A new search run in ``journals/<run-id>/``; ``progress``, if given, is kept
-    current while it runs (for a live view). ``run_test=False`` ends it without the
-    test split (a run without its test comparison cannot be promoted).
+    current while it runs (for a live view).
 
-    ``executor`` (default: the bench's ``executor`` field) is journaled in run.json's
-    options, and a resume uses it again unless told otherwise. ``bench_path`` may be
-    a bench loaded already (the command has: loading a registry of many settings once
-    more cost as long as a step).
+    ``options`` are how it searches (what ``forge search`` builds from its flags); or
+    give them as keywords, each a field of :class:`SearchOptions` (``max_steps``,
+    ``patience``, ``k``, ``seed``, ``candidates_per_step``, ``concurrency``, ``executor``,
+    ``run_test``, ...) or ``budget_rollouts``, and the bench's settings fill in the rest
+    (:func:`search_options`). ``run_test=False`` ends it without the test
+    split (a run without its test comparison cannot be promoted). The executor
+    (default: the bench's ``executor`` field) is journaled in run.json's options, and a
+    resume uses it again unless told otherwise. ``bench_path`` may be a bench loaded
+    already (the command has: loading a registry of many settings once more cost as
+    long as a step).
     """
     bench = bench_path if isinstance(bench_path, Bench) else load_bench(bench_path)
+    if options is None:
+        options = search_options(bench, **choices)
+    elif choices:
+        raise TypeError(f"options given, and {', '.join(choices)} besides: give one or the "
+                        "other")
     start = start or bench.defaults
     run_id = run_id or new_run_id(bench.name)
     if not _RUN_ID.match(run_id):
@@ -94,17 +108,15 @@ def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None
         bench.tasks(split)  # a search needs all three; refuse before writing anything
     # An executor that cannot start (Ray missing, a non-python harness) is refused
     # before the run folder exists.
-    check_executor(executor or bench.executor_settings(), bench.harness_spec)
+    check_executor(options.executor, bench.harness_spec)
     # Built once before the run folder exists: an unknown proposer, a bad option, or one
     # that cannot start (llm without an endpoint) writes nothing. No I/O without run_dir.
-    probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=seed)
+    probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=options.seed)
     proposer_info = probe.journal_form()
-    options = _options(bench, max_steps=max_steps, patience=patience,
-                       budget_rollouts=budget_rollouts, k=k, seed=seed,
-                       concurrency=concurrency, candidates_per_step=candidates_per_step,
-                       executor=executor or bench.executor_settings(), run_test=run_test)
+    _check_k(bench, options.k)
     info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
-                   bench_digest=bench.digest, registry_digest=bench.registry.digest, seed=seed,
+                   bench_digest=bench.digest, registry_digest=bench.registry.digest,
+                   seed=options.seed,
                    start_config=start.values, start_fingerprint=start.fingerprint,
                    options=options.journal_form(proposer=proposer, proposer_info=proposer_info,
                                                 first_moves=list(first_moves or [])),
@@ -120,6 +132,14 @@ def launch_search(bench_path: str | Path | Bench, *, start: Config | None = None
                                file=folder)
         write_run(folder, info)
         return _run(bench, info, options, folder, on_record, progress)
+
+
+def _check_k(bench: Bench, k: int) -> None:
+    """Refuse attempts a task past :data:`MAX_K`, or more than a split's tasks allow."""
+    if k > MAX_K:
+        raise OptionError(f"{k:,} attempts per task; at most {MAX_K:,}", option="-k")
+    for split in bench.splits:
+        check_attempts(k, len(bench.tasks(split)), split, option="-k")
 
 
 def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,

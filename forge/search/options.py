@@ -1,22 +1,28 @@
 """The options of a search: what a user sets, and the constants the benchmarks chose.
 
-:class:`SearchOptions` is what :class:`forge.search.loop.Search` runs with; a run journals
-it as :class:`forge.journal.RunOptions` (:meth:`SearchOptions.journal_form`) and a
-resume reads it back (:meth:`SearchOptions.from_journal`). Every field is set by a user:
-``forge search``'s flags or the bench's ``search``/``rollouts`` sections (see
-``docs``), or a library caller (``run_test``). The choices the contest benchmarks made
-once for every search are module constants here, each with the figure that chose it.
+:class:`SearchOptions` is declared once, here: each field with its default, its bounds
+and its help, which ``forge search`` reads to build its flags. The command builds one
+(:func:`~forge.search.launch.search_options`: the flags given, the bench's settings for
+the rest) and hands it to :func:`~forge.search.launch.launch_search`, which gives it to
+:class:`forge.search.loop.Search`; a library caller may give ``launch_search`` the same
+fields as keywords. A run journals it as :class:`forge.journal.RunOptions`
+(:meth:`SearchOptions.journal_form`) and a resume reads it back
+(:meth:`SearchOptions.from_journal`). The choices the contest benchmarks made once for
+every search are module constants here, each with the figure that chose it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from forge.bench.loader import BudgetSettings
 from forge.config.moves import Move
 from forge.errors import JournalError
+from forge.evaluation.evaluate import DEFAULT_SEED
 from forge.executors import ExecutorSettings
 from forge.journal import RunOptions
 from forge.journal.run import JournaledFlags
@@ -38,23 +44,38 @@ PRECISION_ROUNDS = 2
 TEST_K = 20
 
 
-@dataclass(frozen=True)
+# Each description is the help of the field's ``forge search`` flag: the command reads
+# it (and the lower bound, and the default) from here. The fields without a default are
+# the bench's when not given (:func:`forge.search.launch.search_options`).
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """How a search runs; every field is one a user sets."""
 
-    max_steps: int
-    patience: int
-    budget: BudgetSettings
-    k: int
-    seed: int
+    max_steps: int = Field(
+        ge=0, description="stop after N steps (default: the bench's search.max_steps)")
+    patience: int = Field(
+        ge=1, description="stop after N steps in a row without a promotion (default: the "
+                          "bench's)")
+    # --budget-rollouts N sets its rollouts, over the bench's budget.
+    budget: BudgetSettings = Field(
+        description="rollout budget: stop once N are spent, to within one screening chunk "
+                    "(default: the bench's search.budget)")
+    k: int = Field(ge=1, description="attempts per task")
+    seed: int = Field(default=DEFAULT_SEED,
+                      description="run seed: the same seed gives the same decisions")
+    #: Attempts run at once (the bench's ``rollouts.concurrency``).
     concurrency: int
+    #: Seconds an attempt may run (the bench's ``rollouts.timeout_s``).
     timeout_s: float
-    candidates_per_step: int = 4
-    #: False: leave the test split alone (a library caller's choice; the CLI runs it).
-    run_test: bool = True
+    candidates_per_step: int = Field(
+        default=4, ge=1, description="moves of different settings per step (an enum among "
+                                     "them brings its other choices too)")
+    #: False: leave the test split alone (``--no-test``; the help is that flag's).
+    run_test: bool = Field(default=True, description="end without the test split: quicker, "
+                                                     "but the run cannot be promoted")
     # Where attempts run; decisions are the same whichever (tested), so a resume may
     # not need the same one, but it uses the journaled one unless told otherwise.
-    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
 
     @property
     def test_attempts(self) -> int:
