@@ -44,7 +44,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "forge.scaffold": ("Scaffold", "init_bench"),
     "forge.scorers": ("JudgeScorer", "Score", "Scorer"),
     "forge.search": ("Search", "SearchOptions", "SearchOutcome"),
-    "forge.search.launch": ("launch_search", "resume_search"),
+    "forge.search.launch": ("launch_search", "resume_search", "search_options"),
     "forge.stats": ("Interval", "PairedTest", "mean_interval", "paired_test", "spent_alpha"),
 }
 
@@ -131,6 +131,7 @@ if _typing.TYPE_CHECKING:
     from forge.search import SearchOutcome as SearchOutcome
     from forge.search.launch import launch_search as launch_search
     from forge.search.launch import resume_search as resume_search
+    from forge.search.launch import search_options as search_options
     from forge.stats import Interval as Interval
     from forge.stats import PairedTest as PairedTest
     from forge.stats import mean_interval as mean_interval
