@@ -38,14 +38,12 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 from forge.bench.loader import Bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.evaluation.session import Session
-from forge.journal import JournalWriter
 from forge.journal.records import (
     AnyRecord,
     FirstFailure,
@@ -55,10 +53,9 @@ from forge.journal.records import (
     StopReason,
     StopRecord,
 )
-from forge.journal.store import AttemptStore, store_file
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposer
 from forge.proposers.base import EvaluatedConfig
-from forge.report.dashboard import DashboardStudy
 from forge.results.failures import failure_stop
 from forge.results.model import AttemptResult, TaskAttempts
 from forge.search.attempt_cache import AttemptCache, Fetch, RolloutRequest
@@ -111,21 +108,17 @@ class Search(StepCandidates):
     """
 
     def __init__(self, bench: Bench, start: Config, proposer: Proposer, options: SearchOptions,
-                 *, run_id: str, folder: Path, first_moves: list[Move] | None = None,
-                 on_record: Callable[[AnyRecord], None] | None = None,
+                 *, run_id: str, store: RunStore, first_moves: list[Move] | None = None,
                  progress: SearchProgress | None = None) -> None:
         self.bench = bench
         self.start = start
         self.proposer = proposer
         self.options = options
         self.run_id = run_id
-        self.folder = folder
+        #: Where the run's records and attempts go (opened by whoever chose the folder);
+        #: its subscribers (the dashboard study, a live view) are told each record.
+        self.store = store
         self.first_moves = list(first_moves or [])
-        self.on_record = on_record
-        self.journal = JournalWriter(folder)
-        #: The Optuna study people open (optuna-dashboard): written from the records.
-        self.dashboard = DashboardStudy(folder, bench.registry)
-        self.records: list[AnyRecord] = []
         self.memory = MoveMemory()
         #: The incumbent's regression of each auxiliary metric against the start config,
         #: as its promotion measured it on val (the start: none).
@@ -164,13 +157,10 @@ class Search(StepCandidates):
     # -- ask/tell -----------------------------------------------------------------------
 
     def begin(self) -> None:
-        """Set the search up (its attempt store opened): what :meth:`ask` and
-        :meth:`tell` drive. The search runs no attempt itself; whoever drives it runs
-        each request (:meth:`RolloutRequest.run
+        """Set the search up: what :meth:`ask` and :meth:`tell` drive. The search runs
+        no attempt itself; whoever drives it runs each request (:meth:`RolloutRequest.run
         <forge.search.attempt_cache.RolloutRequest.run>` on a session, or anywhere)."""
-        # A damaged line mid-file raises JournalError: not something to run over.
-        store = AttemptStore(store_file(self.folder))
-        self.rollouts = AttemptCache(self.bench, store)
+        self.rollouts = AttemptCache(self.bench, self.store.attempts)
         #: The rollout budget holds to within one chunk of two configs' attempts.
         self.budget = Budget(self.options.budget, self.rollouts,
                              slack=2 * self.options.k * self.chunk)
@@ -241,13 +231,13 @@ class Search(StepCandidates):
 
     # -- plumbing -----------------------------------------------------------------------
 
+    @property
+    def records(self) -> list[AnyRecord]:
+        """Every record the run has written (or replayed) so far, in journal order."""
+        return self.store.records
+
     def _emit(self, record: _R) -> _R:
-        stored = self.journal.write(record)
-        self.records.append(stored)
-        self.dashboard.add(stored, len(self.records))
-        if self.on_record is not None:
-            self.on_record(stored)
-        return stored
+        return self.store.write(record)
 
     def _rng(self, *parts: object) -> random.Random:
         text = "\x1f".join(str(p) for p in (self.options.seed, *parts))

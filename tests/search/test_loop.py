@@ -24,6 +24,7 @@ from forge.cli import main
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.journal.records import AnyRecord
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer, SearchView
 from forge.search.launch import launch_search
 from forge.search.loop import Search
@@ -418,7 +419,7 @@ def test_a_screening_fluke_is_refused_on_data_it_was_not_chosen_on_at_spent_leve
                             concurrency=4, timeout_s=10.0)
     # The knob moves are lucky on exactly the attempts screening races on.
     run = Search(bench, bench.defaults, ScriptedProposer([]), options, run_id="lucky",
-                 folder=folder, first_moves=[Move(target="knob", before=2, after=3),
+                 store=RunStore.open(folder), first_moves=[Move(target="knob", before=2, after=3),
                                              Move(target="knob", before=2, after=1)])
     (path.parent / "lucky.json").write_text(json.dumps([t.id for t in run.dev_order[:run.chunk]]))
     outcome = run.run()
@@ -498,7 +499,8 @@ def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
                             concurrency=4, timeout_s=10.0)
     folder = tmp_path / "run"
     folder.mkdir()
-    outcome = Search(bench, bench.defaults, proposer, options, run_id="s", folder=folder).run()
+    outcome = Search(bench, bench.defaults, proposer, options, run_id="s",
+                     store=RunStore.open(folder)).run()
     records = candidates(outcome)
     assert [r["move"]["target"] for r in records] == ["knob", "turbo", "mode", "boost"]
     for r in records[:3]:
