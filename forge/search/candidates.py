@@ -121,22 +121,18 @@ class StepCandidates(ABC):
                 passed = []
         return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
 
-    def _passing(self, screened: Screen | Literal[False] | None) -> Screen | None:
-        """``screened`` if it passed; else None, and the budget marked spent where it cut
-        the screening short."""
-        if screened is False:
-            return None
-        if screened is None or screened.status == "budget":
-            self.budget.cut_short()
-        if screened is not None and screened.status != "pass":
+    @staticmethod
+    def _passing(screened: Screen | Literal[False]) -> Screen | None:
+        """``screened`` if it passed; else None."""
+        if screened is False or screened.status != "pass":
             return None
         return screened
 
     def _screen(self, step: int, incumbent: Config, proposal: Proposal,
                 head: CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
-                origin: Screen | None = None) -> Fetch[Screen | Literal[False] | None]:
-        """``proposal``'s screening (None: the budget allowed not even a chunk); False
-        for a proposal journaled as illegal or already tried, which screens nothing. An
+                origin: Screen | None = None) -> Fetch[Screen | Literal[False]]:
+        """``proposal``'s screening; False for a proposal journaled as illegal or
+        already tried, which screens nothing. An
         expansion of ``origin``'s move is screened against ``origin`` attempt for
         attempt (:meth:`~forge.search.screening.Screening.expand`)."""
         try:
@@ -156,7 +152,7 @@ class StepCandidates(ABC):
                                attempts=self.attempts) if origin is None else
             self.screening.expand(step, incumbent, proposal, candidate, head, origin,
                                   attempts=self.attempts))
-        if screened is not None and screened.tasks >= min(self.chunk, len(self.dev_order)):
+        if screened.tasks >= min(self.chunk, len(self.dev_order)):
             # The first chunk is the same tasks and seeds for every config screened (an
             # expansion dropped at its first task has no mean to compare).
             first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
@@ -285,8 +281,7 @@ class StepCandidates(ABC):
             fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
             extension=self._extension()).run()
         self._record(head, screened, outcome)
-        if outcome.status == "budget":
-            self.budget.cut_short()
+        if self.budget.spent:  # the confirmation was cut short: nothing decided
             return None
         self._remember(step, incumbent, screened, outcome)
         return (screened.proposal.move, screened.candidate) if outcome.status == "promoted" \

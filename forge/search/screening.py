@@ -103,10 +103,11 @@ class Screening:
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
             head: partial[CandidateRecord], *, attempts: int | None = None
-            ) -> Fetch[Screen | None]:
+            ) -> Fetch[Screen]:
         """The candidate's screen on ``attempts`` attempts a task (K unless a precision
-        round asks for more); every outcome but a pass is journaled here. None when the
-        budget did not allow even the first chunk (journaled as skipped)."""
+        round asks for more); every outcome but a pass is journaled here. One the budget
+        cut short (status ``budget``, perhaps before its first chunk) is journaled as
+        skipped; the budget is spent then."""
         gates = self.bench.spec.gates
         outcome = yield from race(
             self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
@@ -144,12 +145,12 @@ class Screening:
 
     def expand(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
                head: partial[CandidateRecord], nearer: Screen, *, attempts: int | None = None
-               ) -> Fetch[Screen | None]:
+               ) -> Fetch[Screen]:
         """An expansion of ``nearer``'s passing move (:func:`forge.config.moves.expansion`), run
         by :func:`~forge.search.racing.no_worse` on the tasks and attempts ``nearer``'s race
         read. It passes only when it scores at least as well on every attempt and its
         own screening data keep every tolerance by their estimate (checked after each
-        chunk, as the race does); any other outcome is journaled here (None as
+        chunk, as the race does); any other outcome is journaled here (as
         :meth:`run`)."""
         # Held to the estimate, not the 80% bound: a farther value is only worth its
         # confirmation's share of the level if it likely keeps every tolerance, since
@@ -185,10 +186,10 @@ class Screening:
                 "dev": DevBlock(screen=screen.block), **self.budget.totals()}
 
     def _cut(self, screen: Screen, head: partial[CandidateRecord], common: dict[str, Any]
-             ) -> Screen | None:
+             ) -> Screen:
         self.emit(head(verdict="skipped", gates=[], why=f"budget spent during screening "
                        f"({screen.tasks} tasks screened)", **common))
-        return None if screen.tasks == 0 else screen
+        return screen
 
     def _past_tolerance(self, step: int, incumbent: Config, screen: Screen,
                         head: partial[CandidateRecord], common: dict[str, Any], *,

@@ -35,8 +35,8 @@ from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.journal.records import CandidateRecord, parse_record
 from forge.journal.run_store import RunStore
-from forge.proposers import SearchView as ProposerView
 from forge.proposers import Proposal, Proposer
+from forge.proposers import SearchView as ProposerView
 from forge.report.live import LiveView
 from forge.search.deferral import Deferrals, confirmation_cost
 from forge.search.launch import launch_search, resume_search

@@ -36,8 +36,8 @@ from forge.config.registry import Config
 from forge.evaluation.evaluate import evaluate
 from forge.journal.records import parse_record
 from forge.journal.run_store import RunStore
-from forge.proposers import SearchView as ProposerView
 from forge.proposers import Proposal, Proposer, SweepProposer
+from forge.proposers import SearchView as ProposerView
 from forge.report.live import LiveView
 from forge.search.launch import launch_search
 from forge.search.loop import Search
