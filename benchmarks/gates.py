@@ -190,7 +190,9 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
 
     from forge.bench.loader import load_bench
     from forge.journal import RunInfo, write_run
+    from forge.journal.run_store import RunStore
     from forge.proposers import build_proposer
+    from forge.report.dashboard import DashboardStudy
     from forge.search.loop import Search
     from forge.search.options import SearchOptions
 
@@ -209,8 +211,10 @@ def _search_variant(bench_path: Path, seed: int, journals: Path, run_id: str,
         options=options.journal_form(proposer="auto", proposer_info=None, first_moves=[]),
         created_at=datetime.now(UTC)))
     proposer = build_proposer("auto", registry=bench.registry, run_dir=folder, seed=seed)
+    store = RunStore.open(folder)
+    store.subscribe(DashboardStudy(folder, bench.registry).on_record)  # as launch_search
     with mock.patch("forge.search.loop.CHUNKS", chunks):
-        return Search(bench, start, proposer, options, run_id=run_id, folder=folder).run()
+        return Search(bench, start, proposer, options, run_id=run_id, store=store).run()
 
 
 def run_naive(bench_name: str, seed: int, path: Path | None = None) -> dict[str, Any]:

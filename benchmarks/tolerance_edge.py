@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from forge.bench.loader import BudgetSettings, load_bench  # noqa: E402
+from forge.journal.run_store import RunStore  # noqa: E402
 from forge.proposers import SweepProposer  # noqa: E402
 from forge.search.loop import Search  # noqa: E402
 from forge.search.options import SearchOptions  # noqa: E402
@@ -187,7 +188,7 @@ def one(args: tuple[str, int]) -> tuple[str, int, bool, list[str]]:
         options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=spec.k,
                                 seed=seed, concurrency=4, timeout_s=10.0, run_test=False)
         outcome = Search(bench, bench.defaults, SweepProposer(), options, run_id="edge",
-                         folder=folder).run()
+                         store=RunStore.open(folder)).run()
     [record] = [r for r in outcome.records
                 if r["kind"] == "candidate" and r["move"]["target"] == "boost"]
     return (case, seed, record["verdict"] == "promoted",

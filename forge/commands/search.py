@@ -109,7 +109,7 @@ def search_command(
         raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
                           option="--proposer")
     view = LiveView(err if as_json else out)
-    progress = None if as_json else live_progress(out)  # None off a terminal: lines only
+    progress = None if as_json else live_progress(out, SearchProgress())  # None off a terminal
     if resume is not None:
         if from_runtime is not None:
             raise OptionError("a resumed run keeps the first moves it started with; not "

@@ -1,8 +1,9 @@
 """The run's Optuna study for people: ``optuna-dashboard journals/<run>/optuna.journal``.
 
-The search writes one trial per config it evaluated, from its journal records as it
-writes them (:meth:`DashboardStudy.add`), into the study ``"forge"`` of the run's
-``optuna.journal``:
+The study holds one trial per config the search evaluated, written from its journal
+records as they are written (it subscribes to the run's
+:class:`~forge.journal.run_store.RunStore`: :meth:`DashboardStudy.on_record`), into
+the study ``"forge"`` of the run's ``optuna.journal``:
 
 - the start config: COMPLETE, value 0;
 - each promoted config: COMPLETE, value its incumbent's value plus the gain its
@@ -76,9 +77,10 @@ class _Kept:
 class DashboardStudy:
     """Writes the trials of a run's records to ``folder/optuna.journal``, study ``forge``.
 
-    ``add(record, line)`` is called with every record the search journals, in order,
-    ``line`` its 1-based line in ``journal.jsonl``; on resume, with the replayed ones
-    too. A record gets its trial once (by ``journal_line``).
+    :meth:`on_record` is told every record the search journals, in order (on resume,
+    the replayed ones too), and numbers them by their 1-based line in
+    ``journal.jsonl``; :meth:`add` takes a record with its line. A record gets its
+    trial once (by ``journal_line``).
     """
 
     def __init__(self, folder: Path, registry: Registry) -> None:
@@ -86,6 +88,7 @@ class DashboardStudy:
         self._params = {name: optuna_param(s) for name, s in registry.settings.items()}
         self._configs: dict[str, _Kept] = {}
         self._count = 0  # trials the records so far make: the next one's number
+        self._lines = 0  # records told so far (on_record): the journal line of the last
         self._last_at: datetime | None = None
         # A kill mid-append leaves a torn line that the next append would run into.
         cut_torn_tail(self.path)
@@ -111,6 +114,11 @@ class DashboardStudy:
         # Last: a study without it (killed while being made) is made again.
         study.set_user_attr("format_version", STUDY_FORMAT)
         return study
+
+    def on_record(self, record: AnyRecord) -> None:
+        """The trial of the next record of the journal, if it has one."""
+        self._lines += 1
+        self.add(record, self._lines)
 
     def add(self, record: AnyRecord, line: int) -> None:
         """The trial of ``record`` (journal line ``line``), if it has one."""

@@ -1,11 +1,17 @@
 """The live view of a search: one line per decision as it is journaled, then a summary;
-on a terminal, below them, what the search is doing now (:func:`live_progress`)."""
+on a terminal, below them, what the search is doing now (:func:`live_progress`).
+
+The view subscribes to the run's records (:meth:`LiveView.on_record`) and reads the rest
+through what it declares here, not through the search: :class:`ProgressState`, the
+panel's reading of a running search (:class:`forge.search.progress.SearchProgress` is
+one), and :class:`Finished`, the end a summary shows
+(:class:`forge.search.outcome.SearchOutcome` is one)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -31,13 +37,12 @@ from forge.report.failures import (
     left_out_lines,
 )
 from forge.report.power import power_lines
-from forge.search.progress import SearchProgress
+from forge.results.failures import FailureTally
+from forge.stats.paired import Interval
 from forge.stats.power import Power
 
-if TYPE_CHECKING:
-    from forge.search.outcome import SearchOutcome
-
-__all__ = ["LiveView", "clock", "live_progress", "phrase_lines", "render_progress"]
+__all__ = ["Drawn", "Finished", "LiveView", "ProgressState", "clock", "live_progress",
+           "phrase_lines", "render_progress"]
 
 _VERDICT_STYLE = {"promoted": "bold green", "rejected": "red", "skipped": "yellow"}
 #: The start-to-final tolerance check on test, by its status (version 1: passed or not).
@@ -53,6 +58,80 @@ def _safe(text: str) -> str:
     """Journal or harness text inside a markup line: escaped for the terminal
     (:func:`forge._util.show.printable`), then for rich's markup."""
     return escape(printable(text))
+
+
+class Finished(Protocol):
+    """What a summary reads of a finished search."""
+
+    @property
+    def end(self) -> EndRecord: ...
+
+    @property
+    def failures(self) -> FailureTally: ...
+
+    @property
+    def stop_reason(self) -> str: ...
+
+
+class ProgressState(Protocol):
+    """What the panel reads of a running search, written by the search's thread."""
+
+    @property
+    def phase(self) -> str: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def move(self) -> str | None: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def of(self) -> int: ...
+    @property
+    def extra(self) -> str | None: ...
+    @property
+    def dev_looks(self) -> int: ...
+    @property
+    def val_looks(self) -> int: ...
+    @property
+    def on_val(self) -> bool: ...
+    @property
+    def promotions(self) -> int: ...
+    @property
+    def incumbent(self) -> Interval | None: ...
+    @property
+    def ending(self) -> str | None: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def resume(self) -> str | None: ...
+    @property
+    def budget_rollouts(self) -> int | None: ...
+    @property
+    def test_rollouts(self) -> int: ...
+    @property
+    def failures(self) -> FailureTally | None: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def spent(self) -> int: ...
+    @property
+    def rate(self) -> float | None: ...
+    @property
+    def rollouts_left(self) -> int | None: ...
+    @property
+    def eta_s(self) -> float | None: ...
+
+
+class Drawn(ProgressState, Protocol):
+    """A progress a view can draw as it changes: the hooks the search calls when it
+    starts and ends running attempts, and when the phase, the move or a look changes."""
+
+    on_begin: Callable[[], None] | None
+    on_end: Callable[[], None] | None
+    on_change: Callable[[], None] | None
+
+
+_P = TypeVar("_P", bound=Drawn)
 
 
 class LiveView:
@@ -144,7 +223,7 @@ class LiveView:
         if r.why:
             self._line(f"        · {_safe(r.why)}")
 
-    def summary(self, outcome: SearchOutcome,
+    def summary(self, outcome: Finished,
                 next_steps: Sequence[tuple[str, str]] = ()) -> None:
         """The end of a search: start against final on each split compared, the
         promotions and the final config (none of it when the start failed: nothing was
@@ -176,7 +255,7 @@ class LiveView:
             for command, what in next_steps:
                 self._line(Text(f"  {printable(command):<{width}}  # {what}"))
 
-    def failures(self, outcome: SearchOutcome) -> None:
+    def failures(self, outcome: Finished) -> None:
         """Why attempts failed, each reason charged to the configs that had it (nothing
         when every attempt was scored)."""
         # A start that failed has scores on nothing: the stop says so, not a warning.
@@ -230,14 +309,14 @@ _EXTRA = {"expansion": "an expansion", "deferred move": "a deferred move",
           "further move": "a further move"}
 
 
-def _which(p: SearchProgress) -> str:
+def _which(p: ProgressState) -> str:
     """``move M of N`` (M never past N), or what a move beyond the step's proposals is."""
     if p.index:
         return f"move {p.index} of {p.of}"
     return _EXTRA.get(p.extra or "", "a move")
 
 
-def _phase(p: SearchProgress) -> str:
+def _phase(p: ProgressState) -> str:
     move = "" if p.move is None else f": {p.move}"
     if p.phase == "starting":
         return "opening the bench's executor"
@@ -260,7 +339,7 @@ def _phase(p: SearchProgress) -> str:
     return "finished"
 
 
-def render_progress(p: SearchProgress) -> RenderableType:
+def render_progress(p: ProgressState) -> RenderableType:
     """What the search does now, four lines: phase; rollouts of the budget; the
     incumbent's dev score with its 95% interval; elapsed and ETA; and, once an attempt
     has failed, a fifth before the last: the share unscored and the most frequent
@@ -304,13 +383,13 @@ def render_progress(p: SearchProgress) -> RenderableType:
     return Group(*lines)
 
 
-def live_progress(console: Console) -> SearchProgress | None:
-    """A progress that draws itself on ``console`` below the decision lines while the
-    search runs (a rich ``Live``, redrawn four times a second; the last frame stays);
-    None when ``console`` is not a terminal: a log or a pipe gets the lines only."""
+def live_progress(console: Console, progress: _P) -> _P | None:
+    """``progress`` (a fresh one), drawing itself on ``console`` below the decision
+    lines while the search runs (a rich ``Live``, redrawn four times a second; the last
+    frame stays); None when ``console`` is not a terminal: a log or a pipe gets the
+    lines only."""
     if not console.is_terminal:
         return None
-    progress = SearchProgress()
     live = Live(_Renderable(progress), console=console, refresh_per_second=4,
                 transient=False, redirect_stdout=False, redirect_stderr=False)
     progress.on_begin, progress.on_end = live.start, live.stop
@@ -321,7 +400,7 @@ def live_progress(console: Console) -> SearchProgress | None:
 class _Renderable:
     """Rendered afresh at each refresh: the panel of the progress as it is now."""
 
-    def __init__(self, progress: SearchProgress) -> None:
+    def __init__(self, progress: ProgressState) -> None:
         self.progress = progress
 
     def __rich__(self) -> RenderableType:

@@ -5,8 +5,10 @@ every rollout it asks for counts once, whether it ran now or came from the attem
 (:class:`~forge.search.attempt_cache.Rollouts`). A batch (a screening chunk, a
 confirmation look) runs only if it fits what is left to within :attr:`Budget.slack`,
 one chunk of two configs' attempts, so that the last decision may finish a chunk
-rather than leave it half read. A decision cut short marks the budget spent
-(:meth:`Budget.cut_short`): the search stops there, as ``budget_rollouts``.
+rather than leave it half read. The budget is the one thing that says it is spent: a
+batch it refuses (:meth:`Budget.allows`) cuts the decision that asked short and marks
+it :attr:`~Budget.spent`; every part of the search asks it (:attr:`Budget.spent`,
+:meth:`Budget.stop_reason`), and the search stops there, as ``budget_rollouts``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,13 @@ class Budget:
         self.slack = slack
         self._clock = clock
         self._t0 = clock()
-        #: A decision was cut short: it did not fit what was left.
-        self.spent = False
+        self._refused = False  # a batch did not fit what was left
+
+    @property
+    def spent(self) -> bool:
+        """Whether a batch was refused (:meth:`allows`): the decision that asked for it
+        was cut short, and the search stops at its next check."""
+        return self._refused
 
     def elapsed(self) -> float:
         return self._clock() - self._t0
@@ -45,19 +52,19 @@ class Budget:
 
     def allows(self, need: int) -> bool:
         """Whether a batch of ``need`` new rollouts may run: nothing new always may; else
-        some must be left, and ``need`` within what is left plus :attr:`slack`."""
+        some must be left, and ``need`` within what is left plus :attr:`slack`. A batch
+        refused marks the budget :attr:`spent`."""
         left = self.left()
-        return left is None or not need or (left > 0 and need <= left + self.slack)
+        if left is None or not need or (left > 0 and need <= left + self.slack):
+            return True
+        self._refused = True
+        return False
 
     def holds(self, need: int) -> bool:
         """Whether ``need`` new rollouts fit what is left, with no slack (a block that is
         run whole or not at all)."""
         left = self.left()
         return left is None or need <= left
-
-    def cut_short(self) -> None:
-        """A decision did not fit: the search stops at its next check."""
-        self.spent = True
 
     def stop_reason(self) -> StopReason | None:
         """Why the search must stop now, if the budget says so."""

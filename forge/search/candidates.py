@@ -1,10 +1,13 @@
 """A step's candidates: each screened, the passing ones confirmed, one at most promoted.
 
-:class:`StepCandidates` is the part of :class:`forge.search.loop.Search` that runs one
-step: it screens the step's proposals in turn (:mod:`forge.search.screening`), and
-confirms those that passed (:mod:`forge.search.confirm`), the largest screening effect
-first, each after its expansion if that passes (the farthest value of its setting the
-same way, screened on its attempts); one the budget left cannot prove waits
+:class:`StepRunner` runs one step of :class:`forge.search.loop.Search`, which builds it
+once a run with its collaborators (the attempt cache, the budget, the screening, the
+proposer, the deferrals, the memory, the record sink) and the run's :class:`RunState`
+it shares with the loop: it screens the step's proposals in turn
+(:mod:`forge.search.screening`), and confirms those that passed
+(:mod:`forge.search.confirm`), the largest screening effect first, each after its
+expansion if that passes (the farthest value of its setting the same way, screened
+on its attempts); one the budget left cannot prove waits
 (:mod:`forge.search.deferral`), and each left unconfirmed is journaled as skipped. A
 promotion ends the step; a refusal lets it go on. Which candidate goes first, and which
 waits, is selection only: a confirmation never reads the data that chose it.
@@ -12,10 +15,10 @@ waits, is selection only: a confirmation never reads the data that chose it.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from forge.bench.loader import Bench
 from forge.config.moves import Move, apply_move, expansion, move_kind
@@ -40,9 +43,8 @@ from forge.search.progress import SearchProgress
 from forge.search.screening import Screen, Screening
 from forge.stats.paired import spent_alpha
 
-__all__ = ["CandidateHead", "Promoted", "StepCandidates"]
+__all__ = ["CandidateHead", "Promoted", "RunState", "StepRunner"]
 
-_R = TypeVar("_R", bound=AnyRecord)
 
 #: The fields of every candidate record of one proposal; called with the rest.
 CandidateHead = partial[CandidateRecord]
@@ -50,48 +52,63 @@ CandidateHead = partial[CandidateRecord]
 Promoted = tuple[Move, Config]
 
 
-class StepCandidates(ABC):
-    """Screening and confirming a step's candidates (a part of the search's state)."""
+@dataclass
+class RunState:
+    """What the loop and its step runner share of one run: the fixed task orders and
+    chunk sizes, the level, and what moves as the search goes on."""
 
-    bench: Bench
-    start: Config
-    proposer: Proposer
-    options: SearchOptions
-    rollouts: AttemptCache
-    screening: Screening
-    budget: Budget
-    deferrals: Deferrals
-    memory: MoveMemory
-    places: Places
-    progress: SearchProgress
-    standing: dict[str, float]
-    alpha: float
     dev_order: list[Task]
     val_order: list[Task]
     chunk: int
     val_chunk: int
-    round: int
-    _confirmations: int
+    alpha: float
+    #: The incumbent's regression of each auxiliary metric against the start config,
+    #: as its promotion measured it on val (the start: none).
+    standing: dict[str, float] = field(default_factory=dict)
+    #: The incumbent's precision round: 0, then r while its close moves are screened
+    #: on 2^r·K attempts a task (reset by a promotion).
+    round: int = 0
+    #: Confirmations since the last promotion: indexes the spending sequence.
+    confirmations: int = 0
 
-    @abstractmethod
-    def _emit(self, record: _R) -> _R:
-        """Journal ``record`` (the search's writer): the one thing the loop must give."""
+
+class StepRunner:
+    """Screening and confirming a step's candidates, with the collaborators it is given."""
+
+    def __init__(self, *, bench: Bench, start: Config, proposer: Proposer,
+                 options: SearchOptions, state: RunState, rollouts: AttemptCache,
+                 budget: Budget, screening: Screening, deferrals: Deferrals,
+                 memory: MoveMemory, places: Places, progress: SearchProgress,
+                 emit: Callable[[AnyRecord], Any]) -> None:
+        self.bench = bench
+        self.start = start
+        self.proposer = proposer
+        self.options = options
+        self.state = state
+        self.rollouts = rollouts
+        self.budget = budget
+        self.screening = screening
+        self.deferrals = deferrals
+        self.memory = memory
+        self.places = places
+        self.progress = progress
+        self.emit = emit  # the record sink: the search's store
 
     @property
     def attempts(self) -> int:
         """Attempts a task a screening of this precision round runs."""
-        return self.options.k << self.round
+        return self.options.k << self.state.round
 
     def head(self, step: int, incumbent: Config, proposal: Proposal) -> CandidateHead:
         move = proposal.move
         self.progress.screening(move, proposer=proposal.proposer)
-        extra: dict[str, Any] = {"precision_round": self.round} if self.round else {}
+        extra: dict[str, Any] = {"precision_round": self.state.round} if self.state.round else {}
         return partial(CandidateRecord, step=step, move=move, inverse=move.inverse(),
                        move_kind=move_kind(self.bench.registry, move),
                        proposer=proposal.proposer, reason=proposal.reason,
                        incumbent=incumbent.fingerprint, **extra)
 
-    def _step(self, step: int, incumbent: Config, proposals: list[Proposal],
+    def run_step(self, step: int, incumbent: Config, proposals: list[Proposal],
               tried: set[TriedKey], history: list[EvaluatedConfig]) -> Fetch[Promoted | None]:
         """Screen the proposals in order, then confirm the passing ones, the largest
         screening effect first (with little budget left, each as soon as it passes). A
@@ -99,9 +116,9 @@ class StepCandidates(ABC):
         passed: list[tuple[Screen, CandidateHead]] = []
         for proposal in proposals:
             due = self.deferrals.due(self._cost(incumbent), self.budget.left(),
-                                     2 * self.chunk * self.attempts)
+                                     2 * self.state.chunk * self.attempts)
             if due:
-                promoted = yield from self._confirm_deferred(step, incumbent, tried, history,
+                promoted = yield from self.confirm_deferred(step, incumbent, tried, history,
                                                              due)
                 if promoted is not None or self.budget.spent:
                     return promoted
@@ -121,33 +138,29 @@ class StepCandidates(ABC):
                 passed = []
         return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
 
-    def _passing(self, screened: Screen | Literal[False] | None) -> Screen | None:
-        """``screened`` if it passed; else None, and the budget marked spent where it cut
-        the screening short."""
-        if screened is False:
-            return None
-        if screened is None or screened.status == "budget":
-            self.budget.cut_short()
-        if screened is not None and screened.status != "pass":
+    @staticmethod
+    def _passing(screened: Screen | Literal[False]) -> Screen | None:
+        """``screened`` if it passed; else None."""
+        if screened is False or screened.status != "pass":
             return None
         return screened
 
     def _screen(self, step: int, incumbent: Config, proposal: Proposal,
                 head: CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig],
-                origin: Screen | None = None) -> Fetch[Screen | Literal[False] | None]:
-        """``proposal``'s screening (None: the budget allowed not even a chunk); False
-        for a proposal journaled as illegal or already tried, which screens nothing. An
+                origin: Screen | None = None) -> Fetch[Screen | Literal[False]]:
+        """``proposal``'s screening; False for a proposal journaled as illegal or
+        already tried, which screens nothing. An
         expansion of ``origin``'s move is screened against ``origin`` attempt for
         attempt (:meth:`~forge.search.screening.Screening.expand`)."""
         try:
             candidate = apply_move(self.bench.registry, incumbent, proposal.move)
         except Exception as exc:  # an illegal proposal is journaled, never applied
-            self._emit(head(verdict="rejected", gates=[
+            self.emit(head(verdict="rejected", gates=[
                 GateRecord(name="legal", passed=False, reason=str(exc))]))
             return False
-        key = self.places.tried_key(incumbent, proposal.move, self.round)
+        key = self.places.tried_key(incumbent, proposal.move, self.state.round)
         if key in tried:
-            self._emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
+            self.emit(head(verdict="skipped", candidate=candidate.fingerprint, gates=[],
                             why="already tried against this incumbent"))
             return False
         tried.add(key)
@@ -156,10 +169,10 @@ class StepCandidates(ABC):
                                attempts=self.attempts) if origin is None else
             self.screening.expand(step, incumbent, proposal, candidate, head, origin,
                                   attempts=self.attempts))
-        if screened is not None and screened.tasks >= min(self.chunk, len(self.dev_order)):
+        if screened.tasks >= min(self.state.chunk, len(self.state.dev_order)):
             # The first chunk is the same tasks and seeds for every config screened (an
             # expansion dropped at its first task has no mean to compare).
-            first = self.rollouts.peek(candidate, "dev", self.dev_order[:self.chunk],
+            first = self.rollouts.peek(candidate, "dev", self.state.dev_order[:self.state.chunk],
                                        range(self.options.k))
             if first.mean_score is not None:
                 history.append(EvaluatedConfig(candidate.values, candidate.fingerprint,
@@ -176,7 +189,7 @@ class StepCandidates(ABC):
         passed, to be confirmed first; None when none, tried, or refused (journaled)."""
         move = screened.proposal.move
         further = expansion(self.bench.registry, move)
-        if further is None or self.places.was_tried(incumbent, further, tried, self.round):
+        if further is None or self.places.was_tried(incumbent, further, tried, self.state.round):
             return None
         proposal = Proposal(move=further, proposer="expansion", reason=(
             f"{move.target} {move.before!r} -> {move.after!r} passed screening "
@@ -192,26 +205,27 @@ class StepCandidates(ABC):
         one that passed: twice a confirmation on every dev and val task (candidate and
         incumbent). With less, the first to pass is confirmed at once: at 2k rollouts on
         triage, screening the whole step first left no confirmation room in 10 of 10."""
-        full = 2 * (len(self.dev_order) + len(self.val_order)) * self.attempts
+        full = 2 * (len(self.state.dev_order) + len(self.state.val_order)) * self.attempts
         return self.budget.holds(2 * full)
 
     def _cost(self, incumbent: Config) -> Callable[[Screen], float]:
         """What a confirmation against ``incumbent`` projects to cost
         (:mod:`forge.search.deferral`) of a screened candidate."""
-        attempts = (range(self.attempts, 2 * self.attempts) if self.round
+        attempts = (range(self.attempts, 2 * self.attempts) if self.state.round
                     else range(self.attempts))
-        level = spent_alpha(self._confirmations + 1, self.alpha)
+        level = spent_alpha(self.state.confirmations + 1, self.state.alpha)
 
         def cost(screened: Screen) -> float:
             # A precision round's confirmation reads every dev task on fresh attempts.
-            dev = self.dev_order if self.round else self.dev_order[screened.tasks:]
-            unrun = unrun_share(self.rollouts, incumbent, dev, self.val_order, attempts)
+            order = self.state.dev_order
+            dev = order if self.state.round else order[screened.tasks:]
+            unrun = unrun_share(self.rollouts, incumbent, dev, self.state.val_order, attempts)
             return confirmation_cost(screened, level=level,
                                      min_effect=self.bench.spec.gates.min_effect,
                                      attempts=self.attempts, unrun=unrun)
         return cost
 
-    def _confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
+    def confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
                           history: list[EvaluatedConfig], due: list[Held] | None = None
                           ) -> Fetch[Promoted | None]:
         """Confirm the ``due`` deferred candidates (default: all of them)."""
@@ -219,14 +233,14 @@ class StepCandidates(ABC):
         return (yield from self._confirm_passed(step, incumbent, items, tried, history,
                                                 deferred=True))
 
-    def _drop_deferred(self, why: str) -> None:
+    def drop_deferred(self, why: str) -> None:
         for screened, head in self.deferrals.take():
             self._skip(screened, head, why)
 
     def _skip(self, screened: Screen, head: CandidateHead, why: str) -> None:
         """Journal a candidate that passed screening and was not confirmed, with its
         screening and what it cost."""
-        self._emit(head(
+        self.emit(head(
             verdict="skipped", candidate=screened.candidate.fingerprint, gates=[],
             why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
             dev=DevBlock(screen=screened.block), rollouts=screened.rollouts,
@@ -275,18 +289,18 @@ class StepCandidates(ABC):
 
     def _confirm(self, step: int, incumbent: Config, screened: Screen, head: CandidateHead
                  ) -> Fetch[Promoted | None]:
-        self._confirmations += 1
-        level = spent_alpha(self._confirmations, self.alpha)
+        self.state.confirmations += 1
+        level = spent_alpha(self.state.confirmations, self.state.alpha)
         outcome = yield from Confirmation(
             self.rollouts, self.bench, incumbent=incumbent, start=self.start,
-            candidate=screened.candidate, level=level, dev_order=self.dev_order,
-            screen_tasks=screened.tasks, look_tasks=self.chunk, val_order=self.val_order,
-            val_look_tasks=self.val_chunk, k=self.options.k, budget=self.budget,
-            fresh=range(self.attempts, 2 * self.attempts) if self.round else None,
+            candidate=screened.candidate, level=level, dev_order=self.state.dev_order,
+            screen_tasks=screened.tasks, look_tasks=self.state.chunk,
+            val_order=self.state.val_order,
+            val_look_tasks=self.state.val_chunk, k=self.options.k, budget=self.budget,
+            fresh=range(self.attempts, 2 * self.attempts) if self.state.round else None,
             extension=self._extension()).run()
         self._record(head, screened, outcome)
-        if outcome.status == "budget":
-            self.budget.cut_short()
+        if self.budget.spent:  # the confirmation was cut short: nothing decided
             return None
         self._remember(step, incumbent, screened, outcome)
         return (screened.proposal.move, screened.candidate) if outcome.status == "promoted" \
@@ -302,14 +316,14 @@ class StepCandidates(ABC):
             gate = failing.name if failing else "dev"
             self.memory.record(move, MoveNote(
                 step, incumbent.fingerprint, "refused", screened.test.effect, screened.se,
-                gate=gate, standing=(self.standing.get(gate[4:], 0.0)
+                gate=gate, standing=(self.state.standing.get(gate[4:], 0.0)
                                      if gate.startswith("aux:") else None)))
             return
         self.memory.record(move, MoveNote(step, incumbent.fingerprint, "promoted",
                                           screened.test.effect, screened.se))
         for metric, reading in outcome.tolerances.items():
             sign = 1.0 if self.bench.spec.metrics[metric].direction == "lower" else -1.0
-            self.standing[metric] = sign * (reading.after - reading.before)
+            self.state.standing[metric] = sign * (reading.after - reading.before)
 
     def _extension(self) -> range:
         """The attempts a confirmation's extension block runs: past every index a
@@ -322,9 +336,10 @@ class StepCandidates(ABC):
                 ) -> None:
         verdict = {"promoted": "promoted", "rejected": "rejected", "budget": "skipped"}[
             outcome.status]
-        self._emit(head(
+        self.emit(head(
             verdict=verdict, candidate=screened.candidate.fingerprint,
-            dev=DevBlock(screen=screened.block, confirm=outcome.confirm_block(self._confirmations),
+            dev=DevBlock(screen=screened.block,
+                         confirm=outcome.confirm_block(self.state.confirmations),
                          before=outcome.dev_means[0], after=outcome.dev_means[1]),
             val=outcome.val_block(), aux=outcome.aux_blocks(),
             gates=[GateRecord.of(g) for g in outcome.gates], gates_not_run=outcome.not_run,

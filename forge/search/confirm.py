@@ -111,8 +111,8 @@ class Confirmation:
 
     Of ``budget`` it asks :meth:`~forge.search.budget.Budget.allows` before each chunk
     and :meth:`~forge.search.budget.Budget.holds` before the extension block (run whole
-    or not at all), and calls :meth:`~forge.search.budget.Budget.cut_short` when a chunk
-    does not fit (the outcome's status is then ``budget``). :meth:`run` is a
+    or not at all); a chunk the budget refuses marks it spent and ends the confirmation
+    (the outcome's status is then ``budget``, as journaled). :meth:`run` is a
     :data:`~forge.search.attempt_cache.Fetch`: a driver answers its rollout requests
     (:meth:`~forge.search.attempt_cache.Rollouts.drive`, or an ask/tell loop)."""
 
@@ -224,8 +224,8 @@ class Confirmation:
         return self.val_plan[self._val_i - 1]
 
     def _cut(self) -> ConfirmOutcome:
-        """A look did not fit the budget: the search stops after this confirmation."""
-        self.budget.cut_short()
+        """A look did not fit the budget (which is spent now): the search stops after
+        this confirmation."""
         return self._outcome("budget")
 
     # -- data ------------------------------------------------------------------------

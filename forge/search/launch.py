@@ -20,6 +20,7 @@ from forge.errors import JournalError, OptionError
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import (
     JOURNAL_FORMAT_VERSION,
+    JournalWriter,
     RunInfo,
     load_run,
     lock_run,
@@ -30,7 +31,10 @@ from forge.journal import (
 from forge.journal.prune import PRUNED_FILE, load_pruned
 from forge.journal.records import AnyRecord
 from forge.journal.run import DEFAULT_JOURNALS, RUN_FORMAT_VERSION
+from forge.journal.run_store import RunStore
+from forge.journal.store import AttemptStore, store_file
 from forge.proposers import build_proposer
+from forge.report.dashboard import DashboardStudy
 from forge.search.loop import Search
 from forge.search.options import SearchOptions, check_flags
 from forge.search.outcome import SearchOutcome
@@ -197,9 +201,12 @@ def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
     try:
         proposer = build_proposer(info.options.proposer, registry=bench.registry,
                                   run_dir=folder, seed=info.seed)
-        search = Search(bench, start, proposer, options, run_id=info.run_id, folder=folder,
-                        first_moves=list(info.options.first_moves), on_record=on_record,
-                        progress=progress)
+        journal = JournalWriter(folder)
+        dashboard = DashboardStudy(folder, bench.registry)  # the study optuna-dashboard opens
+        store = RunStore(journal, AttemptStore(store_file(folder)),
+                         [dashboard.on_record, *([on_record] if on_record else [])])
+        search = Search(bench, start, proposer, options, run_id=info.run_id, store=store,
+                        first_moves=list(info.options.first_moves), progress=progress)
         return search.run()
     except OSError as exc:
         # A full or read-only disk under a writer that does not say so itself (the

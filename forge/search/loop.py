@@ -13,7 +13,9 @@ budget, or when no untried move is left; then the start config and the final
 incumbent are each evaluated once on the test split.
 
 The loop is here; a step's proposals are :mod:`forge.search.proposals`, its screening and
-confirming :mod:`forge.search.candidates`, the end :mod:`forge.search.ending`. The search
+confirming :mod:`forge.search.candidates` (a step runner the search composes, built once
+a run with its collaborators and the :class:`~forge.search.candidates.RunState` both
+share), the end :mod:`forge.search.ending`. The search
 runs no attempt itself: it yields a :class:`~forge.search.attempt_cache.RolloutRequest`
 for the attempts its store lacks and takes their results (:meth:`Search.ask`,
 :meth:`Search.tell`), so whoever drives it runs them where it likes; :meth:`Search.run`
@@ -38,14 +40,12 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 from forge.bench.loader import Bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.evaluation.session import Session
-from forge.journal import JournalWriter
 from forge.journal.records import (
     AnyRecord,
     FirstFailure,
@@ -55,15 +55,14 @@ from forge.journal.records import (
     StopReason,
     StopRecord,
 )
-from forge.journal.store import AttemptStore, store_file
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposer
 from forge.proposers.base import EvaluatedConfig
-from forge.report.dashboard import DashboardStudy
 from forge.results.failures import failure_stop
 from forge.results.model import AttemptResult, TaskAttempts
 from forge.search.attempt_cache import AttemptCache, Fetch, RolloutRequest
 from forge.search.budget import Budget
-from forge.search.candidates import Promoted, StepCandidates
+from forge.search.candidates import Promoted, RunState, StepRunner
 from forge.search.deferral import Deferrals
 from forge.search.ending import Ending
 from forge.search.memory import MoveMemory
@@ -101,7 +100,7 @@ class _Path:
     since_promotion: int = 0
 
 
-class Search(StepCandidates):
+class Search:
     """One search run, deterministic given the bench, options and seed.
 
     An ask/tell object: :meth:`begin` it, then :meth:`ask` for the next
@@ -111,46 +110,26 @@ class Search(StepCandidates):
     """
 
     def __init__(self, bench: Bench, start: Config, proposer: Proposer, options: SearchOptions,
-                 *, run_id: str, folder: Path, first_moves: list[Move] | None = None,
-                 on_record: Callable[[AnyRecord], None] | None = None,
+                 *, run_id: str, store: RunStore, first_moves: list[Move] | None = None,
                  progress: SearchProgress | None = None) -> None:
         self.bench = bench
         self.start = start
         self.proposer = proposer
         self.options = options
         self.run_id = run_id
-        self.folder = folder
+        #: Where the run's records and attempts go (opened by whoever chose the folder);
+        #: its subscribers (the dashboard study, a live view) are told each record.
+        self.store = store
         self.first_moves = list(first_moves or [])
-        self.on_record = on_record
-        self.journal = JournalWriter(folder)
-        #: The Optuna study people open (optuna-dashboard): written from the records.
-        self.dashboard = DashboardStudy(folder, bench.registry)
-        self.records: list[AnyRecord] = []
         self.memory = MoveMemory()
-        #: The incumbent's regression of each auxiliary metric against the start config,
-        #: as its promotion measured it on val (the start: none).
-        self.standing: dict[str, float] = {}
-        self._confirmations = 0  # since the last promotion: indexes the spending sequence
-        #: The incumbent's precision round: 0, then r while its close moves are screened
-        #: on 2^r·K attempts a task (reset by a promotion).
-        self.round = 0
         # Where each move stands among those tried: its place and its tried-key.
         self.places = Places(bench.registry)
         self.deferrals = Deferrals()  # the incumbent's passing candidates held back
-        self.alpha = bench.spec.gates.alpha
-        # Fixed random task orders: the chunks of screening and of each look.
-        dev = list(bench.tasks("dev"))
-        self._rng("dev-order").shuffle(dev)
-        self.dev_order = dev
-        self.chunk = max(2, math.ceil(len(dev) / CHUNKS))
-        val = list(bench.splits.get("val", []))
-        self._rng("val-order").shuffle(val)
-        self.val_order = val
-        self.val_chunk = max(2, math.ceil(len(val) / CHUNKS)) if val else 0
+        self.state = self._run_state()
         self.proposals = StepProposals(
             bench=bench, proposer=proposer, memory=self.memory, places=self.places,
             first_moves=self.first_moves, candidates_per_step=options.candidates_per_step,
-            standing=lambda metric: self.standing.get(metric, 0.0), refuse=self._refuse)
+            standing=lambda metric: self.state.standing.get(metric, 0.0), refuse=self._refuse)
         # What a live view shows between two records; kept whether or not one watches.
         self.progress = progress if progress is not None else SearchProgress()
         self.progress.budget_rollouts = options.budget.rollouts
@@ -161,29 +140,43 @@ class Search(StepCandidates):
         self._fetch: Fetch[SearchOutcome] | None = None
         self._asked: RolloutRequest | None = None
 
+    def _run_state(self) -> RunState:
+        """The run's state, built once: fixed random task orders (the chunks of
+        screening and of each look) and the level; nothing decided yet."""
+        dev = list(self.bench.tasks("dev"))
+        self._rng("dev-order").shuffle(dev)
+        val = list(self.bench.splits.get("val", []))
+        self._rng("val-order").shuffle(val)
+        return RunState(dev_order=dev, val_order=val, chunk=max(2, math.ceil(len(dev) / CHUNKS)),
+                        val_chunk=max(2, math.ceil(len(val) / CHUNKS)) if val else 0,
+                        alpha=self.bench.spec.gates.alpha)
+
     # -- ask/tell -----------------------------------------------------------------------
 
     def begin(self) -> None:
-        """Set the search up (its attempt store opened): what :meth:`ask` and
-        :meth:`tell` drive. The search runs no attempt itself; whoever drives it runs
-        each request (:meth:`RolloutRequest.run
+        """Set the search up: what :meth:`ask` and :meth:`tell` drive. The search runs
+        no attempt itself; whoever drives it runs each request (:meth:`RolloutRequest.run
         <forge.search.attempt_cache.RolloutRequest.run>` on a session, or anywhere)."""
-        # A damaged line mid-file raises JournalError: not something to run over.
-        store = AttemptStore(store_file(self.folder))
-        self.rollouts = AttemptCache(self.bench, store)
+        self.rollouts = AttemptCache(self.bench, self.store.attempts)
         #: The rollout budget holds to within one chunk of two configs' attempts.
         self.budget = Budget(self.options.budget, self.rollouts,
-                             slack=2 * self.options.k * self.chunk)
+                             slack=2 * self.options.k * self.state.chunk)
         self.screening = Screening(
             bench=self.bench, rollouts=self.rollouts, start=self.start,
-            memory=self.memory, order=self.dev_order, chunk=self.chunk, k=self.options.k,
+            memory=self.memory, order=self.state.dev_order, chunk=self.state.chunk,
+            k=self.options.k,
             alpha=SCREEN_ALPHA, budget=self.budget, emit=self._emit,
-            standing=lambda metric: self.standing.get(metric, 0.0))
+            standing=lambda metric: self.state.standing.get(metric, 0.0))
         self.ending = Ending(
             bench=self.bench, rollouts=self.rollouts, run_id=self.run_id, start=self.start,
             k=self.options.k,
             test_attempts=self.options.test_attempts if self.options.run_test else 0,
-            alpha=self.alpha, emit=self._emit, records=self.records)
+            alpha=self.state.alpha, emit=self._emit, records=self.records)
+        self.steps = StepRunner(
+            bench=self.bench, start=self.start, proposer=self.proposer, options=self.options,
+            state=self.state, rollouts=self.rollouts, budget=self.budget,
+            screening=self.screening, deferrals=self.deferrals, memory=self.memory,
+            places=self.places, progress=self.progress, emit=self._emit)
         self._fetch = self._run()
 
     def ask(self) -> RolloutRequest | None:
@@ -241,13 +234,13 @@ class Search(StepCandidates):
 
     # -- plumbing -----------------------------------------------------------------------
 
+    @property
+    def records(self) -> list[AnyRecord]:
+        """Every record the run has written (or replayed) so far, in journal order."""
+        return self.store.records
+
     def _emit(self, record: _R) -> _R:
-        stored = self.journal.write(record)
-        self.records.append(stored)
-        self.dashboard.add(stored, len(self.records))
-        if self.on_record is not None:
-            self.on_record(stored)
-        return stored
+        return self.store.write(record)
 
     def _rng(self, *parts: object) -> random.Random:
         text = "\x1f".join(str(p) for p in (self.options.seed, *parts))
@@ -261,7 +254,7 @@ class Search(StepCandidates):
     def _first_chunk(self, config: Config) -> Fetch[TaskAttempts]:
         """``config``'s block-0 attempts on the first dev chunk: every config screened
         runs it, so its mean compares across configs (what the proposers learn from)."""
-        return self.rollouts.fetch(config, "dev", "dev", self.dev_order[:self.chunk],
+        return self.rollouts.fetch(config, "dev", "dev", self.state.dev_order[:self.state.chunk],
                                    range(self.options.k))
 
     # -- the loop -----------------------------------------------------------------------
@@ -280,7 +273,7 @@ class Search(StepCandidates):
         self._emit(StartRecord(config=incumbent.values, fingerprint=incumbent.fingerprint,
                                dev_mean=start_mean, val_mean=None, dev_tasks=len(first),
                                rollouts_total=self.rollouts.used,
-                               dev_split_tasks=len(self.dev_order), power=self._power(first)))
+                               dev_split_tasks=len(self.state.dev_order), power=self._power(first)))
         failed = self._start_failure((yield from self._start_evidence(first)))
         if failed is not None:
             return self._stop_at_start(failed)
@@ -289,7 +282,7 @@ class Search(StepCandidates):
             if stop_reason:
                 break
             yield from self._one_step(path, untried)
-        self._drop_deferred(f"the search stopped first ({stop_reason})")
+        self.steps.drop_deferred(f"the search stopped first ({stop_reason})")
         self.progress.stop_reason = stop_reason
         self._emit(StopRecord(reason=stop_reason, text=STOP_TEXT[stop_reason], step=path.step,
                               rollouts_total=self.rollouts.used, cost_total=self.rollouts.cost))
@@ -302,8 +295,8 @@ class Search(StepCandidates):
         confirmation pools, its spread estimated from the start's first chunk."""
         scores = [[a.score.value for a in items if a.scored and a.score is not None]
                   for items in first.values()]
-        return estimate_power(scores, n_tasks=len(self.dev_order) + len(self.val_order),
-                              k=self.options.k, alpha=self.alpha).model_dump(mode="json")
+        return estimate_power(scores, n_tasks=len(self.state.dev_order) + len(self.state.val_order),
+                              k=self.options.k, alpha=self.state.alpha).model_dump(mode="json")
 
     def _stop_or_untried(self, path: _Path) -> tuple[StopReason | None, list[Move]]:
         """Why the search stops before its next step, or that step's untried moves (a
@@ -317,15 +310,15 @@ class Search(StepCandidates):
         else:
             stop_reason = self.budget.stop_reason()
         untried = self._untried(path, path.step + 1)
-        while not stop_reason and not untried and self.round < PRECISION_ROUNDS:
-            self.round += 1
+        while not stop_reason and not untried and self.state.round < PRECISION_ROUNDS:
+            self.state.round += 1
             untried = self._untried(path, path.step + 1)
         if not stop_reason and not untried:
             stop_reason = "local_optimum"
         return stop_reason, untried
 
     def _untried(self, path: _Path, step: int) -> list[Move]:
-        return self.proposals.untried(path.incumbent, path.tried, step, self.round)
+        return self.proposals.untried(path.incumbent, path.tried, step, self.state.round)
 
     def _one_step(self, path: _Path, untried: list[Move]) -> Fetch[None]:
         """One step from ``path``'s incumbent: its proposals screened, the passing ones
@@ -335,28 +328,29 @@ class Search(StepCandidates):
         step, incumbent = path.step, path.incumbent
         first = yield from self._first_chunk(incumbent)
         proposals = self.proposals.step(
-            step, incumbent, untried, path.history, path.tried, round_=self.round,
-            attempts=self.attempts, dev_attempts=[a for items in first.values() for a in items],
+            step, incumbent, untried, path.history, path.tried, round_=self.state.round,
+            attempts=self.steps.attempts,
+            dev_attempts=[a for items in first.values() for a in items],
             rng=self._rng("propose", step), fallback=self._rng("fallback", step))
         self.progress.begin_step(step, [p.move for p in proposals],
                                  self._incumbent_interval(incumbent))
-        promoted: Promoted | None = yield from self._step(step, incumbent, proposals,
+        promoted: Promoted | None = yield from self.steps.run_step(step, incumbent, proposals,
                                                           path.tried, path.history)
         if promoted is None and self.deferrals and not self.budget.spent and (
                 not self._untried(path, step + 1) or step >= opts.max_steps
                 or path.since_promotion + 1 >= opts.patience):
             # Nothing else left to screen here, or no step after this one.
-            promoted = yield from self._confirm_deferred(step, incumbent, path.tried,
+            promoted = yield from self.steps.confirm_deferred(step, incumbent, path.tried,
                                                          path.history)
         if promoted is None:
             path.since_promotion += 1
             return
-        self._drop_deferred("this incumbent promoted another candidate first")
+        self.steps.drop_deferred("this incumbent promoted another candidate first")
         move, path.incumbent = promoted
         path.promotions.append(PromotedMove.of(step, move))
         path.since_promotion = 0
-        self._confirmations = 0
-        self.round = 0
+        self.state.confirmations = 0
+        self.state.round = 0
 
     def _start_evidence(self, first: TaskAttempts) -> Fetch[TaskAttempts]:
         """The start's first chunk, and when none of its attempts was scored, its next dev
@@ -365,14 +359,15 @@ class Search(StepCandidates):
         does often, and must not stop the search. The chunks run here are the ones the
         first screening runs for the start anyway (same seeds, stored once)."""
         seen = dict(first)  # task id -> attempts
-        position = self.chunk
+        position = self.state.chunk
         while (not any(a.scored for items in seen.values() for a in items)
                and sum(len(items) for items in seen.values()) < START_CHECK_ATTEMPTS
-               and position < len(self.dev_order)):
+               and position < len(self.state.dev_order)):
             seen.update((yield from self.rollouts.fetch(
-                self.start, "dev", "dev", self.dev_order[position:position + self.chunk],
+                self.start, "dev", "dev",
+                self.state.dev_order[position:position + self.state.chunk],
                 range(self.options.k))))
-            position += self.chunk
+            position += self.state.chunk
         return TaskAttempts(seen)
 
     def _start_failure(self, first: TaskAttempts) -> FirstFailure | None:
@@ -398,7 +393,7 @@ class Search(StepCandidates):
     def _incumbent_interval(self, incumbent: Config) -> Interval | None:
         """The incumbent's mean over the dev tasks it has run on the screening seeds,
         with its 95% interval (for the live view; nothing is run for it)."""
-        known = self.rollouts.peek(incumbent, "dev", self.dev_order, range(self.options.k))
+        known = self.rollouts.peek(incumbent, "dev", self.state.dev_order, range(self.options.k))
         means = []
         for items in known.values():
             # Unscored attempts are left out, never counted as 0, as everywhere in forge.

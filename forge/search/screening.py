@@ -32,6 +32,7 @@ from forge.core.task import Task
 from forge.gates.checks import aux_text
 from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, GateRecord, ScreenBlock
 from forge.proposers import Proposal
+from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import AttemptCache, Fetch
 from forge.search.budget import Budget
 from forge.search.memory import MoveFate, MoveMemory, MoveNote
@@ -103,10 +104,11 @@ class Screening:
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
             head: partial[CandidateRecord], *, attempts: int | None = None
-            ) -> Fetch[Screen | None]:
+            ) -> Fetch[Screen]:
         """The candidate's screen on ``attempts`` attempts a task (K unless a precision
-        round asks for more); every outcome but a pass is journaled here. None when the
-        budget did not allow even the first chunk (journaled as skipped)."""
+        round asks for more); every outcome but a pass is journaled here. One the budget
+        cut short (status ``budget``, perhaps before its first chunk) is journaled as
+        skipped; the budget is spent then."""
         gates = self.bench.spec.gates
         outcome = yield from race(
             self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
@@ -144,12 +146,12 @@ class Screening:
 
     def expand(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
                head: partial[CandidateRecord], nearer: Screen, *, attempts: int | None = None
-               ) -> Fetch[Screen | None]:
+               ) -> Fetch[Screen]:
         """An expansion of ``nearer``'s passing move (:func:`forge.config.moves.expansion`), run
         by :func:`~forge.search.racing.no_worse` on the tasks and attempts ``nearer``'s race
         read. It passes only when it scores at least as well on every attempt and its
         own screening data keep every tolerance by their estimate (checked after each
-        chunk, as the race does); any other outcome is journaled here (None as
+        chunk, as the race does); any other outcome is journaled here (as
         :meth:`run`)."""
         # Held to the estimate, not the 80% bound: a farther value is only worth its
         # confirmation's share of the level if it likely keeps every tolerance, since
@@ -185,10 +187,10 @@ class Screening:
                 "dev": DevBlock(screen=screen.block), **self.budget.totals()}
 
     def _cut(self, screen: Screen, head: partial[CandidateRecord], common: dict[str, Any]
-             ) -> Screen | None:
+             ) -> Screen:
         self.emit(head(verdict="skipped", gates=[], why=f"budget spent during screening "
                        f"({screen.tasks} tasks screened)", **common))
-        return None if screen.tasks == 0 else screen
+        return screen
 
     def _past_tolerance(self, step: int, incumbent: Config, screen: Screen,
                         head: partial[CandidateRecord], common: dict[str, Any], *,
@@ -227,20 +229,32 @@ class Screening:
         ``confidence`` 0.5: the point estimate), each with its reason. The start's
         attempts are run where missing: it is the reference of every tolerance, and its
         evaluation is lazy (for the failure share, only once the candidate failed)."""
-        out: list[tuple[str, str]] = []
         chunk = self.order[:tasks]
         attempts = range(self.k)
         cand = self.rollouts.peek(candidate, "dev", chunk, attempts)
         failed = any(a.failed for items in cand.values() for a in items)
         if not self.bench.spec.metrics and not failed:
-            return out
+            return []
         start = yield from self.rollouts.fetch(self.start, "dev", "dev", chunk, attempts)
-        if failed:
-            allowed = self.bench.spec.gates.unscored.max_increase
-            pairs = failure_pairs(start, cand)
-            if failure_increase(pairs, allowed=allowed, level=1 - confidence).shown(
-                    1 - confidence):
-                out.append(("unscored", f"{pairs.text()}, allowed +{100 * allowed:g} pts"))
+        out = self._failure_share(start, cand, confidence) if failed else []
+        return out + self._metrics_beyond(start, cand, confidence)
+
+    def _failure_share(self, start: TaskAttempts, cand: TaskAttempts, confidence: float
+                       ) -> list[tuple[str, str]]:
+        """``unscored`` with its reason when the candidate's failure share is past its
+        allowance over the start's (with ``confidence``); else nothing."""
+        allowed = self.bench.spec.gates.unscored.max_increase
+        pairs = failure_pairs(start, cand)
+        if failure_increase(pairs, allowed=allowed, level=1 - confidence).shown(
+                1 - confidence):
+            return [("unscored", f"{pairs.text()}, allowed +{100 * allowed:g} pts")]
+        return []
+
+    def _metrics_beyond(self, start: TaskAttempts, cand: TaskAttempts, confidence: float
+                        ) -> list[tuple[str, str]]:
+        """Each auxiliary metric (``aux:<metric>``) the candidate regresses past its
+        tolerance against the start (with ``confidence``), with its reason."""
+        out: list[tuple[str, str]] = []
         for metric, spec in self.bench.spec.metrics.items():
             deltas, before, after = metric_deltas(start, cand, metric)
             if before is None or after is None or len(deltas) < 2:

@@ -18,6 +18,7 @@ from proposer_helpers import mixed_registry, view
 from forge.bench.loader import BudgetSettings, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer, SearchView
 from forge.proposers.vet import offered
 from forge.search.loop import Search
@@ -97,7 +98,7 @@ def test_a_search_goes_on_past_a_proposer_offering_nan_raising_or_a_huge_number(
     folder.mkdir()
     outcome = Search(bench, bench.defaults, proposer, SearchOptions(
         max_steps=3, patience=3, budget=BudgetSettings(), k=3, seed=1, concurrency=2,
-        timeout_s=10.0, run_test=False), run_id="run", folder=folder).run()
+        timeout_s=10.0, run_test=False), run_id="run", store=RunStore.open(folder)).run()
     refusals = [(r["step"], r["category"]) for r in outcome.records
                 if r["kind"] == "proposal_invalid"]
     assert refusals == [(1, "illegal_value"), (2, "proposer_error"), (3, "illegal_value")]

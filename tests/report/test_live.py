@@ -148,8 +148,9 @@ def load_registry_text(tmp_path: Path) -> Registry:
 
 
 def test_no_live_view_off_a_terminal() -> None:
-    assert live_progress(Console(file=io.StringIO(), force_terminal=False)) is None
-    assert live_progress(Console(file=io.StringIO(), force_terminal=True)) is not None
+    progress = SearchProgress()
+    assert live_progress(Console(file=io.StringIO(), force_terminal=False), progress) is None
+    assert live_progress(Console(file=io.StringIO(), force_terminal=True), progress) is progress
 
 
 # -- the command ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from conftest import TWO_REGISTRY, TWO_SIZES, search_tasks, write_search_bench
 from forge.bench.loader import Bench, BudgetSettings, load_bench
 from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings
+from forge.journal.run_store import RunStore
 from forge.proposers import SweepProposer
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
@@ -37,7 +38,8 @@ def new_search(bench: Bench, folder: Path) -> Search:
     folder.mkdir(parents=True)
     options = SearchOptions(max_steps=4, patience=4, budget=BudgetSettings(), k=2, seed=3,
                             concurrency=2, timeout_s=10.0)
-    return Search(bench, bench.defaults, SweepProposer(), options, run_id="r", folder=folder)
+    return Search(bench, bench.defaults, SweepProposer(), options, run_id="r",
+                  store=RunStore.open(folder))
 
 
 def session(bench: Bench) -> Session:

@@ -2,7 +2,7 @@
 
 A batch runs only while some rollouts are left and it overshoots them by at most the
 slack (one chunk of two configs); a block run whole or not at all must fit with no
-slack; a decision cut short spends the budget; cost and wall time stop the search too.
+slack; a batch refused spends the budget; cost and wall time stop the search too.
 """
 
 from __future__ import annotations
@@ -59,10 +59,11 @@ def test_a_batch_runs_while_some_is_left_and_overshoots_by_at_most_the_slack() -
     assert b.stop_reason() == "budget_rollouts"
 
 
-def test_a_decision_cut_short_stops_the_search() -> None:
+def test_a_batch_refused_spends_the_budget_and_stops_the_search() -> None:
     b = budget(Spent(used=1), rollouts=100)
+    assert b.allows(99) and not b.holds(100)  # a block that does not fit spends nothing
     assert b.stop_reason() is None and not b.spent
-    b.cut_short()
+    assert not b.allows(100)
     assert b.spent and b.stop_reason() == "budget_rollouts"
 
 

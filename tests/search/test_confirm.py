@@ -16,6 +16,7 @@ from conftest import search_tasks, stored_rows, write_search_bench
 from scipy.stats import binom
 
 from forge.bench.loader import BudgetSettings, load_bench
+from forge.journal.run_store import RunStore
 from forge.proposers import SweepProposer
 from forge.search.confirm import EXTENSION_SHARE
 from forge.search.loop import Search
@@ -53,7 +54,7 @@ def search(tmp_path: Path, name: str, **options: Any) -> SearchOutcome:
                                 "k": 2, "seed": 1, "concurrency": 2, "timeout_s": 10.0,
                                 "run_test": False, **options}
     return Search(bench, bench.defaults, SweepProposer(), SearchOptions(**settings),
-                  run_id=name, folder=folder).run()
+                  run_id=name, store=RunStore.open(folder)).run()
 
 
 def boost_record(outcome: SearchOutcome) -> dict[str, Any]:
@@ -126,7 +127,7 @@ def boost_outcomes(tmp_path: Path, *, lift: float, spread: float, noisy: bool,
         options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=4,
                                 seed=seed, concurrency=4, timeout_s=10.0, run_test=False)
         outcome = Search(bench, bench.defaults, SweepProposer(), options, run_id=folder.name,
-                         folder=folder).run()
+                         store=RunStore.open(folder)).run()
         out.append(boost_record(outcome))
     return out
 
@@ -143,7 +144,7 @@ def boost_step(tmp_path: Path, harness: str, *, k: int, seed: int, concurrency: 
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=k, seed=seed,
                             concurrency=concurrency, timeout_s=10.0, run_test=False)
     return boost_record(Search(loaded, loaded.defaults, SweepProposer(), options,
-                               run_id="run", folder=folder).run())
+                               run_id="run", store=RunStore.open(folder)).run())
 
 
 def test_each_tolerance_is_held_at_alpha_not_at_a_share_of_it(tmp_path: Path) -> None:
@@ -351,7 +352,7 @@ def even_harm_search(tmp_path: Path, seed: int, **options: Any) -> tuple[SearchO
                                 "k": EVEN_HARM_K, "seed": seed, "concurrency": 4,
                                 "timeout_s": 10.0, "run_test": False, **options}
     outcome = Search(bench, bench.defaults, SweepProposer(), SearchOptions(**settings),
-                     run_id=folder.name, folder=folder).run()
+                     run_id=folder.name, store=RunStore.open(folder)).run()
     return outcome, folder
 
 
@@ -430,7 +431,7 @@ def test_no_extension_runs_where_its_exact_test_could_not_plausibly_pass(
                             k=EVEN_HARM_K, seed=2, concurrency=4, timeout_s=10.0,
                             run_test=False)
     outcome = Search(bench, bench.defaults, SweepProposer(), options,
-                     run_id=folder.name, folder=folder).run()
+                     run_id=folder.name, store=RunStore.open(folder)).run()
     record = boost_record(outcome)
     assert record["verdict"] == "rejected"
     harm = harm_gate(record)
@@ -481,7 +482,7 @@ def test_harm_moved_between_tasks_is_read_by_its_net_rate(tmp_path: Path, extra:
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10,
                             seed=2, concurrency=4, timeout_s=10.0, run_test=False)
     record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
-                                 run_id=folder.name, folder=folder).run())
+                                 run_id=folder.name, store=RunStore.open(folder)).run())
     harm = harm_gate(record)
     aux = record["aux"]["harm"]
     assert aux["improved"] > 0 and aux["regressed"] > 0 and aux["size"] == 1
@@ -516,7 +517,7 @@ def test_a_change_that_made_no_attempt_worse_passes_on_the_exact_count(
     options = SearchOptions(max_steps=1, patience=1, budget=BudgetSettings(), k=10, seed=2,
                             concurrency=4, timeout_s=10.0, run_test=False)
     record = boost_record(Search(bench, bench.defaults, SweepProposer(), options,
-                                 run_id=folder.name, folder=folder).run())
+                                 run_id=folder.name, store=RunStore.open(folder)).run())
     assert record["verdict"] == "promoted"
     harm, aux = harm_gate(record), record["aux"]["harm"]
     assert "few enough for the exact test of a rare change" in harm["reason"]
@@ -594,7 +595,7 @@ def floors_ahead_step(tmp_path: Path, *, drops: bool, seed: int, floors: bool = 
                             k=FLOORS_K, seed=seed, concurrency=4, timeout_s=10.0,
                             run_test=False)
     return Search(bench, bench.defaults, SweepProposer(), options, run_id=folder.name,
-                  folder=folder).run()
+                  store=RunStore.open(folder)).run()
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -34,6 +34,7 @@ from forge.bench.loader import BudgetSettings, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.journal.records import CandidateRecord, parse_record
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer
 from forge.proposers import SearchView as ProposerView
 from forge.report.live import LiveView
@@ -80,7 +81,7 @@ def search(path: Path, folder: Path, *, seed: int, budget: int) -> SearchOutcome
     options = SearchOptions(max_steps=30, patience=30, budget=BudgetSettings(rollouts=budget),
                             k=K, seed=seed, concurrency=4, timeout_s=10.0, run_test=False)
     return Search(bench, bench.defaults, SmallFirst(), options, run_id=folder.name,
-                  folder=folder).run()
+                  store=RunStore.open(folder)).run()
 
 
 def candidates(outcome: SearchOutcome, step: int | None = None) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from forge.cli import main
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.journal.records import AnyRecord
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer, SearchView
 from forge.search.launch import launch_search
 from forge.search.loop import Search
@@ -418,9 +419,12 @@ def test_a_screening_fluke_is_refused_on_data_it_was_not_chosen_on_at_spent_leve
                             concurrency=4, timeout_s=10.0)
     # The knob moves are lucky on exactly the attempts screening races on.
     run = Search(bench, bench.defaults, ScriptedProposer([]), options, run_id="lucky",
-                 folder=folder, first_moves=[Move(target="knob", before=2, after=3),
-                                             Move(target="knob", before=2, after=1)])
-    (path.parent / "lucky.json").write_text(json.dumps([t.id for t in run.dev_order[:run.chunk]]))
+                 store=RunStore.open(folder),
+                 first_moves=[Move(target="knob", before=2, after=3),
+                              Move(target="knob", before=2, after=1)])
+    state = run.state  # the run's task orders: built once, with the search
+    (path.parent / "lucky.json").write_text(
+        json.dumps([t.id for t in state.dev_order[:state.chunk]]))
     outcome = run.run()
     confirmed = [r for r in candidates(outcome) if "confirm" in (r.get("dev") or {})]
     seq = [(r["step"], r["move"]["target"], r["move"]["after"], r["verdict"],
@@ -442,10 +446,10 @@ def test_a_screening_fluke_is_refused_on_data_it_was_not_chosen_on_at_spent_leve
         assert confirm["level"] == pytest.approx(spent_alpha(confirm["index"], 0.05))
         if r["move"]["target"] == "knob":
             assert r["dev"]["screen"]["status"] == "pass"
-            assert r["dev"]["screen"]["p_value"] < 0.05 and r["tasks_screened"] == run.chunk
+            assert r["dev"]["screen"]["p_value"] < 0.05 and r["tasks_screened"] == state.chunk
             assert failing(r) == ["dev"] and confirm["effect"] < r["dev"]["screen"]["effect"]
-    lucky = {(t.id, a) for t in run.dev_order[:run.chunk] for a in range(K)}
-    raced = {t.id for t in run.dev_order[:confirmed[-1]["tasks_screened"]]}
+    lucky = {(t.id, a) for t in state.dev_order[:state.chunk] for a in range(K)}
+    raced = {t.id for t in state.dev_order[:confirmed[-1]["tasks_screened"]]}
     # Not one attempt a knob candidate was chosen on went into its confirmation: a
     # round-0 confirmation ran the screened tasks again on attempts K..2K-1 only (the
     # round-1 race read those of the tasks it raced), the round-1 confirmation every
@@ -458,7 +462,7 @@ def test_a_screening_fluke_is_refused_on_data_it_was_not_chosen_on_at_spent_leve
             assert call["attempt"] < 4 * K
             if call["attempt"] >= 2 * K:
                 fresh.add(call["task"])
-    assert len(fresh) >= run.chunk
+    assert len(fresh) >= state.chunk
     assert outcome.promotions == [{"step": 1, "target": "boost", "before": False,
                                    "after": True}]
 
@@ -498,7 +502,8 @@ def test_an_illegal_proposal_is_journaled_as_rejected_and_never_applied(
                             concurrency=4, timeout_s=10.0)
     folder = tmp_path / "run"
     folder.mkdir()
-    outcome = Search(bench, bench.defaults, proposer, options, run_id="s", folder=folder).run()
+    outcome = Search(bench, bench.defaults, proposer, options, run_id="s",
+                     store=RunStore.open(folder)).run()
     records = candidates(outcome)
     assert [r["move"]["target"] for r in records] == ["knob", "turbo", "mode", "boost"]
     for r in records[:3]:

@@ -35,6 +35,7 @@ from forge.config.moves import Move, candidate_moves
 from forge.config.registry import Config
 from forge.evaluation.evaluate import evaluate
 from forge.journal.records import parse_record
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer, SweepProposer
 from forge.proposers import SearchView as ProposerView
 from forge.report.live import LiveView
@@ -61,7 +62,7 @@ def run_search(bench: Bench, folder: Path, *, seed: int = 7, **options: Any) -> 
                                 "k": K, "seed": seed, "concurrency": 4, "timeout_s": 10.0,
                                 **options}
     return Search(bench, bench.defaults, SweepProposer(), SearchOptions(**settings),
-                  run_id=folder.name, folder=folder).run()
+                  run_id=folder.name, store=RunStore.open(folder)).run()
 
 
 # -- (a) tolerances anchored at the start ------------------------------------------------------
@@ -234,7 +235,7 @@ def test_a_tolerance_refusal_is_offered_again_once_a_promotion_made_room(
     proposer = InOrder({1: ["wide", "lean", "other"], 2: ["lean", "other", "wide"],
                         3: ["other", "wide", "lean"]})
     outcome = Search(bench, bench.defaults, proposer, options, run_id="room",
-                     folder=folder).run()
+                     store=RunStore.open(folder)).run()
     steps = {r["step"]: r for r in candidates(outcome)}
     # Step 1: wide wins on dev and costs 20% more than the start: refused at screening.
     assert steps[1]["move"]["target"] == "wide" and failing(steps[1]) == ["aux:cost"]

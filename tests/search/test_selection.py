@@ -25,6 +25,7 @@ from conftest import COIN_HARNESS, TWO_REGISTRY, TWO_SIZES, search_tasks, write_
 from forge.bench.loader import BudgetSettings, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
+from forge.journal.run_store import RunStore
 from forge.proposers import Proposal, Proposer, ReflectProposer, SearchView, SweepProposer
 from forge.search.launch import launch_search, resume_search
 from forge.search.loop import Search
@@ -42,7 +43,7 @@ def search(path: Path, folder: Path, proposer: Proposer, *, seed: int = 1,
                                 "k": K, "seed": seed, "concurrency": 4, "timeout_s": 10.0,
                                 "run_test": False, **options}
     return Search(bench, bench.defaults, proposer, SearchOptions(**settings),
-                  run_id=folder.name, folder=folder).run()
+                  run_id=folder.name, store=RunStore.open(folder)).run()
 
 
 def step_one(outcome: SearchOutcome) -> list[dict[str, Any]]:
