@@ -56,6 +56,12 @@ DEPTH = 3
 #: Containers larger than this are not looked into (results, task lists, configs).
 MAX_ITEMS = 32
 _ATOMS = (str, bytes, float, bool, complex, type(None), Path)
+#: The two readings of "a call carries N".
+MODES = {
+    "handoffs": "calls handed N (or an object holding it) as an argument; a method's "
+                "receiver left out",
+    "holders": "calls any of whose arguments, the receiver included, holds N",
+}
 
 
 @dataclass
@@ -63,6 +69,9 @@ class Tracer:
     """A profile function that keeps the forge functions whose calls carry ``value``."""
 
     value: int
+    #: Whether the receiver (``self``, ``cls``) counts as an argument: ``holders``
+    #: (True) follows every object that holds N; ``handoffs`` (False) only N handed on.
+    receiver: bool = True
     #: The int object the command line parsed N into, once a forge call receives it.
     target: object = None
     path: list[tuple[str, str]] = field(default_factory=list)
@@ -77,12 +86,15 @@ class Tracer:
             return
         key = (module, frame.f_code.co_qualname)
         if event == "return":
-            if isinstance(arg, str) and arg == STOP and key in self.seen:
+            if isinstance(arg, str) and arg == STOP and (key in self.seen or self.target):
+                if key not in self.seen:  # the stop decision ends the path either way
+                    self.seen.add(key)
+                    self.path.append(key)
                 self.stopped_at = key
             return
         if key in self.seen:
             return
-        arguments = _arguments(frame)
+        arguments = _arguments(frame, receiver=self.receiver)
         if self.target is None:  # the first forge call given N: the object followed
             self.target = self._given(arguments)
         if any(self._carries(v, DEPTH, set()) for v in arguments):
@@ -116,13 +128,17 @@ class Tracer:
         return any(self._carries(x, depth - 1, visited) for x in items)
 
 
-def _arguments(frame: types.FrameType) -> list[object]:
-    """The values of a call's parameters (``*args`` and ``**kwargs`` included), at entry."""
+def _arguments(frame: types.FrameType, *, receiver: bool = True) -> list[object]:
+    """The values of a call's parameters (``*args`` and ``**kwargs`` included), at entry;
+    without the receiver (a method's ``self`` or ``cls``) unless ``receiver``."""
     code = frame.f_code
     n = code.co_argcount + code.co_kwonlyargcount
     n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
     local = frame.f_locals
-    return [local[name] for name in code.co_varnames[:n] if name in local]
+    names = code.co_varnames[:n]
+    if not receiver and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return [local[name] for name in names if name in local]
 
 
 def _attributes(v: object) -> list[object]:
@@ -156,11 +172,11 @@ def figures(path: list[tuple[str, str]]) -> Figures:
     return Figures(modules, len(set(modules)), max(0, len(modules) - 1), returns)
 
 
-def trace(bench: Path, budget: int, seed: int) -> Tracer:
+def trace(bench: Path, budget: int, seed: int, *, receiver: bool) -> Tracer:
     """``forge search`` of ``bench`` with ``--budget-rollouts budget``, traced."""
     from forge.cli import main
 
-    tracer = Tracer(budget)
+    tracer = Tracer(budget, receiver=receiver)
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["search", str(bench), "--budget-rollouts", str(budget), "--seed", str(seed),
                 "--journals", str(Path(tmp) / "journals"), "--run-id", "traced", "--json"]
@@ -186,25 +202,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--functions", action="store_true",
                         help="print each function on the path too")
+    parser.add_argument("--modes", default="handoffs,holders",
+                        help="which paths: handoffs, holders, or both (comma-separated)")
     args = parser.parse_args(argv)
     import forge
 
-    tracer = trace(args.bench, args.budget, args.seed)
-    f = figures(tracer.path)
     print(f"forge from {Path(forge.__file__).parent}")
     print(f"forge search {args.bench} --budget-rollouts {args.budget} --seed {args.seed}")
+    for mode in args.modes.split(","):
+        tracer = trace(args.bench, args.budget, args.seed, receiver=mode == "holders")
+        _show(mode, tracer, functions=args.functions)
+    return 0
+
+
+def _show(mode: str, tracer: Tracer, *, functions: bool) -> None:
+    f = figures(tracer.path)
+    print(f"\n## {mode}: {MODES[mode]}")
     if tracer.stopped_at is None:
         print(f"the budget never returned {STOP!r}: the whole run's path is shown")
     else:
         print(f"stopped by: {'.'.join(tracer.stopped_at)}")
-    if args.functions:
+    if functions:
         for module, name in tracer.path:
             print(f"  {module}.{name}")
     print("modules in order: " + " -> ".join(m.removeprefix("forge.") for m in f.modules))
     print(f"distinct modules: {f.distinct}")
     print(f"moves between modules: {f.moves}")
     print(f"returns to a module already left: {f.returns}")
-    return 0
 
 
 if __name__ == "__main__":
