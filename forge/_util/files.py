@@ -28,6 +28,7 @@ from forge._util.parse import (
     HostileValue,
     check_value,
     compose_yaml,
+    field_path,
     loads_json,
     parse_yaml,
 )
@@ -241,17 +242,6 @@ def _check_version(data: Any, p: Path, error: type[InputFileError], *,
         raise error(f"format_version {found!r} is not readable by this forge, which reads "
                     f"{' and '.join(str(v) for v in readable)}", file=p,
                     field="format_version")
-
-
-def field_path(loc: Sequence[str | int]) -> str:
-    """``("settings", "t", "max")`` -> ``settings.t.max``; list indexes as ``[i]``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
 
 
 def raise_validation_error(

@@ -46,7 +46,7 @@ from yaml.constructor import ConstructorError
 from forge._util.bounds import MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_BYTES, MAX_YAML_NODES
 
 __all__ = ["BoundExceeded", "ComposedYaml", "DuplicateJsonKey", "DuplicateKey", "HostileValue",
-           "check_value", "compose_yaml", "loads_json", "parse_yaml"]
+           "check_value", "compose_yaml", "field_path", "loads_json", "parse_yaml"]
 
 
 class HostileValue(ValueError):
@@ -380,11 +380,14 @@ def check_value(value: Any, *, surrogates: bool = True) -> None:
     caller knows there are none) strings or keys holding a lone surrogate.
 
     Iterative, so that a value too deep for recursion is refused rather than
-    crashing the check; a value that contains itself is refused as too deep.
+    crashing the check. A value that contains itself (a YAML alias inside its own
+    anchor, ``r: &r [1, *r]``) is refused at the alias, naming the value it refers
+    back to, rather than as too deep after a hundred levels of the same path.
     """
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    seen: set[int] = set()  # the containers walked so far: only these can be ancestors
+    stack: list[tuple[Any, tuple[str | int, ...], _Chain]] = [(value, (), None)]
     while stack:
-        item, loc = stack.pop()
+        item, loc, above = stack.pop()
         if isinstance(item, str):
             if surrogates and _has_surrogate(item):
                 raise HostileValue(_surrogate_text(item), loc)
@@ -392,14 +395,44 @@ def check_value(value: Any, *, surrogates: bool = True) -> None:
         children = _children(item)
         if children is None:
             continue
+        if id(item) in seen:
+            _refuse_cycle(item, loc, above)  # else an alias repeating a value: walked again
+        seen.add(id(item))
         if len(loc) >= MAX_NESTING:
             raise HostileValue(f"nested deeper than {MAX_NESTING} levels", loc)
+        chain = (item, loc, above)
         for key, child in children:
             if surrogates and isinstance(key, str) and _has_surrogate(key):
                 raise HostileValue(_surrogate_text(key), (*loc, key.encode(
                     "utf-8", "backslashreplace").decode("ascii", "backslashreplace")))
             if isinstance(child, (dict, list)) or (surrogates and isinstance(child, str)):
-                stack.append((child, (*loc, key)))
+                stack.append((child, (*loc, key), chain))
+
+
+#: The containers from the root down to one being walked: (container, its key path,
+#: the chain above it), None above the root.
+_Chain = tuple[Any, tuple[str | int, ...], Any] | None
+
+
+def _refuse_cycle(item: Any, loc: tuple[str | int, ...], above: _Chain) -> None:
+    """Refuse ``item`` at ``loc`` if it is one of the containers above it (a cycle)."""
+    while above is not None:
+        ancestor, where, above = above
+        if ancestor is item:
+            named = field_path(where) or "the whole document"
+            raise HostileValue(f"refers back to {named}, which contains it (a recursive "
+                               "alias); expected a value that does not contain itself", loc)
+
+
+def field_path(loc: Sequence[str | int]) -> str:
+    """``("settings", "t", "max")`` -> ``settings.t.max``; list indexes as ``[i]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
 
 
 def _children(item: Any) -> Iterable[tuple[Any, Any]] | None:

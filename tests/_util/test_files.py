@@ -376,7 +376,9 @@ _LAUGHS = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     (b"name: ok\nday: 2024-13-45\n", 2, None, "not a date: month must be in 1..12"),
     (b"name: ok\nsub:\n  text: \"\\ud800\"\n", 3, "sub.text", "lone surrogate (\\ud800)"),
     (b"name: ok\nlist: [a, \"\\udc00\"]\n", 2, "list[1]", "lone surrogate (\\udc00)"),
-    (b"a: &a [*a]\n", 1, "a" + "[0]" * 99, "nested deeper than 100 levels"),
+    (b"a: &a [*a]\n", 1, "a[0]", "refers back to a, which contains it"),
+    (b"x: 1\nd: &d {b: [2, {c: *d}]}\n", 2, "d.b[1].c", "refers back to d, which"),
+    (b"&top [1, *top]\n", 1, "[1]", "refers back to the whole document"),
 ])
 def test_a_hostile_yaml_file_is_one_line_naming_file_line_and_field(
         tmp_path: Path, text: bytes, line: int, field: str | None, words: str) -> None:
@@ -441,6 +443,20 @@ def test_a_validation_error_about_a_billion_laughs_or_a_cycle_is_one_short_line(
         problem = validation_problem(info.value)
         assert problem.field == "name" and len(problem.message) < 120, problem.message
 
+
+
+def test_a_recursive_alias_is_refused_in_one_short_line_naming_the_cycle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It was refused as nested too deep, at a path of a hundred [1]s: 392 characters.
+    bench = tmp_path / "bench"
+    shutil.copytree(ARITH, bench)
+    (bench / "bench.yaml").write_text(
+        "r: &r [1, *r]\n" + (bench / "bench.yaml").read_text(), encoding="utf-8")
+    code, out, err = run_forge(capsys, "eval", bench, "--json")
+    line = assert_user_error(code, out, err)
+    assert line == (f"forge: error: {bench / 'bench.yaml'}:1: r[1]: refers back to r, which "
+                    "contains it (a recursive alias); expected a value that does not "
+                    "contain itself")
 
 # --------------------------------------------------------------------- duplicate keys (16.2)
 
