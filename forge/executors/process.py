@@ -15,6 +15,12 @@ losing the other workers' work, and a dead worker must cost only its own attempt
 - A worker's descriptor 1 is its stderr: what the harness prints through
   ``sys.stdout`` during an attempt comes back with the attempt, and nothing a worker
   writes reaches forge's stdout.
+- No process is left behind (Linux, :mod:`forge._util.descendants`): a worker is a
+  child subreaper, and what an attempt started and left running, even in a session
+  of its own, is ended (SIGTERM, SIGKILL after a second) and reaped before its
+  outcome is sent; what the harness started when it was imported lives as long as
+  the worker. A worker that is killed or stops leaves its processes to forge, itself
+  a subreaper, which ends them by the tag their environment carries.
 """
 
 from __future__ import annotations
@@ -30,6 +36,16 @@ from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from typing import Any, Self
 
+from forge._util.descendants import (
+    ENDING_SLACK_S,
+    TAG_VARIABLE,
+    Lineage,
+    become_subreaper,
+    children_now,
+    end_lineage,
+    end_new_descendants,
+    new_tag,
+)
 from forge.executors.base import EXECUTORS, ExecutorOptions
 from forge.executors.remote import (
     ChunkQueue,
@@ -47,12 +63,16 @@ __all__ = ["ProcessExecutor"]
 _POLL_S = 0.05
 #: Slack on each timeout for the round trip through the pipe (s).
 _IPC_SLACK_S = 0.05
-#: How long idle workers get to end on their own at close (s).
+#: How long idle workers get to end on their own at close (s), and what an attempt
+#: left running between SIGTERM and SIGKILL.
 _STOP_S = 1.0
 
 
-def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
+def _worker_main(conn: Connection, target: str, base_dir: str, tag: str) -> None:
     """A worker: import the harness once, then run the chunks it is sent until None."""
+    # What the harness starts carries the worker's tag, and its orphans come back here.
+    os.environ[TAG_VARIABLE] = tag
+    become_subreaper()
     # Ctrl-C at a terminal reaches the whole process group; the parent stops the
     # workers itself, and a KeyboardInterrupt here would only print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -67,20 +87,27 @@ def _worker_main(conn: Connection, target: str, base_dir: str) -> None:
     except BaseException as exc:
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
+    imported = children_now()  # started at import: they live as long as the worker
     conn.send(("ready", None))
     while True:
         chunk = conn.recv()
         if chunk is None:
             return
         for item in chunk:
-            conn.send(run_item(fn, item))
+            outcome = run_item(fn, item)
+            # Before the outcome: a leftover that ignores SIGTERM is charged to this
+            # attempt's time, not to the next one's.
+            end_new_descendants(imported, _STOP_S)
+            conn.send(outcome)
 
 
 class _Worker:
     def __init__(self, target: str, base_dir: str) -> None:
         ctx = multiprocessing.get_context("spawn")  # fork is unsafe with threads running
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, target, base_dir),
+        become_subreaper()  # a killed worker's processes come back to forge (Linux)
+        self.tag = new_tag()
+        self.proc = ctx.Process(target=_worker_main, args=(child, target, base_dir, self.tag),
                                 daemon=True, name="forge-worker")
         # Blocked from the fork to _worker_main (a blocked signal stays blocked across
         # exec): a Ctrl-C while the worker imports must not show a traceback either.
@@ -94,6 +121,7 @@ class _Worker:
         child.close()
         self.failed: str | None = None
         self._ready = False
+        self.ending: threading.Thread | None = None  # ending what it left running
 
     def wait_ready(self, cancelled: Callable[[], bool]) -> bool:
         """True when the harness imported; False if it failed (``failed`` says why)."""
@@ -123,6 +151,12 @@ class _Worker:
         # the pipe finds it closed already.
         with contextlib.suppress(OSError):
             self.conn.close()
+        self._end_lineage()
+
+    def _end_lineage(self) -> None:
+        """End what the worker left running: killed mid-attempt, or started at import."""
+        if self.proc.pid is not None and self.ending is None:
+            self.ending = end_lineage(Lineage(self.tag, self.proc.pid), _STOP_S)
 
     def ask_to_stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -136,6 +170,7 @@ class _Worker:
         else:
             with contextlib.suppress(OSError):
                 self.conn.close()
+            self._end_lineage()
 
 
 @EXECUTORS.register("process")
@@ -250,3 +285,7 @@ class ProcessExecutor(RemoteExecutor):
         until = time.monotonic() + _STOP_S
         for w in workers:
             w.stop(until)
+        until = time.monotonic() + _STOP_S + ENDING_SLACK_S
+        for w in workers:
+            if w.ending is not None:
+                w.ending.join(max(0.0, until - time.monotonic()))

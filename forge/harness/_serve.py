@@ -34,10 +34,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from forge._util.descendants import TAG_VARIABLE, become_subreaper, new_tag
 from forge.core.spec import BuildContext
 from forge.harness._endpoint import LOOPBACK
 from forge.harness.command import _check_program, _identity
-from forge.harness.supervisor import _LIVE_GROUPS
+from forge.harness.supervisor import end_group, track_group
 
 __all__ = ["ServeOptions", "ServedAgent", "check_served_url"]
 
@@ -129,7 +130,8 @@ class ServedAgent:
         self.port = _free_port()
         argv = [self.fill(a) for a in self.argv]
         env = {**os.environ, **{k: self.fill(v) for k, v in self.options.env.items()},
-               "FORGE_SERVE_PORT": str(self.port)}
+               "FORGE_SERVE_PORT": str(self.port), TAG_VARIABLE: (tag := new_tag())}
+        become_subreaper()  # what the program orphans comes back to forge (Linux)
         # Open as long as the program runs (its output's one place); closed by _release.
         self._log = tempfile.TemporaryFile(prefix="forge-serve-")  # noqa: SIM115
         try:
@@ -139,7 +141,7 @@ class ServedAgent:
         except OSError as exc:
             self._release()
             raise self._where.error(f"the served agent did not start: {exc}") from None
-        _LIVE_GROUPS.add(self._proc.pid)  # killed at exit should nothing stop it first
+        track_group(self._proc.pid, tag)  # killed at exit should nothing stop it first
         log.info("served agent %s started on 127.0.0.1:%d", self._proc.pid, self.port)
 
     async def _ready(self) -> bool:
@@ -206,7 +208,8 @@ class ServedAgent:
 
     def _release(self) -> None:
         if self._proc is not None:
-            _LIVE_GROUPS.discard(self._proc.pid)
+            # What left its group goes too (at once: the program is gone already).
+            end_group(self._proc.pid, 0.0)
         self._proc = None
         if self._log is not None:
             self._log.close()

@@ -3,7 +3,10 @@
 Each child leads a new session, hence its own process group, so whatever it spawns
 goes with it: when its leader exits, stragglers in the group are killed; a child
 that is stopped gets SIGTERM to the group, then SIGKILL after the grace period.
-A descendant that leaves the group (``setsid``, a double-forked daemon) escapes this.
+A descendant that leaves the group (``setsid``, a double-forked daemon) is found
+through :mod:`forge._util.descendants` (Linux): forge is a child subreaper and each
+child's environment carries a tag of its own; when the leader exits, those get
+SIGTERM, then SIGKILL after the grace, and are reaped. Elsewhere they escape.
 
 :class:`Supervisor` holds the children of one harness (and its idle workers between
 attempts); :class:`Child` is one of them, its output as it arrives and its exit.
@@ -28,7 +31,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail", "kill_live_groups"]
+from forge._util.descendants import (
+    ENDING_SLACK_S,
+    TAG_VARIABLE,
+    Lineage,
+    become_subreaper,
+    end_all_now,
+    end_lineage,
+    new_tag,
+)
+
+__all__ = ["MAX_STDOUT_BYTES", "Child", "Supervisor", "Tail", "end_group", "kill_live_groups",
+           "track_group"]
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +52,43 @@ MAX_STDOUT_BYTES = 16 * 2**20
 #: group can hold them): then what was read is all there is.
 DRAIN_S = 1.0
 
-#: Process groups alive now; killed at interpreter exit if an evaluation never closed
-#: its harness (children in their own session would not get the terminal's Ctrl-C).
-_LIVE_GROUPS: set[int] = set()
+#: Process groups alive now, with their lineage; killed at interpreter exit if an
+#: evaluation never closed its harness (children in their own session would not get
+#: the terminal's Ctrl-C).
+_LIVE_GROUPS: dict[int, Lineage] = {}
 
 
 @atexit.register
 def kill_live_groups() -> None:
-    """SIGKILL every process group a command harness has alive now, without a grace."""
-    for pgid in list(_LIVE_GROUPS):
+    """SIGKILL every process group a command harness has alive now, and what left the
+    groups, without a grace."""
+    live = list(_LIVE_GROUPS.items())
+    for pgid, _ in live:
         _signal_group(pgid, signal.SIGKILL)
+    end_all_now(lineage for _, lineage in live)
+
+
+def track_group(pgid: int, tag: str) -> None:
+    """Note a process group (led by ``pgid``, its environment tagged ``tag``) as alive:
+    killed, with what left it, at exit unless :func:`end_group` comes first."""
+    _LIVE_GROUPS[pgid] = Lineage(tag, pgid, session=True)
+
+
+def end_group(pgid: int, grace: float) -> threading.Thread | None:
+    """The leader of the group has exited: end what left the group (its session, the
+    orphans carrying its tag), SIGTERM then SIGKILL after ``grace`` s (Linux), on the
+    thread returned."""
+    lineage = _LIVE_GROUPS.pop(pgid, None)
+    return None if lineage is None else end_lineage(lineage, grace)
+
+
+async def join_endings(endings: list[threading.Thread], until: float) -> None:
+    """Wait, until the monotonic time ``until``, for the threads ending what children
+    left outside their groups; forget those that ended."""
+    for ending in list(endings):
+        await asyncio.to_thread(ending.join, max(0.0, until - time.monotonic()))
+        if not ending.is_alive():
+            endings.remove(ending)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -88,9 +129,15 @@ class Child(asyncio.SubprocessProtocol):
     """One spawned process group: its output as it arrives, its exit, its killing."""
 
     def __init__(self, max_stderr: int, on_closed: Callable[[Child], None], *,
-                 line_mode: bool) -> None:
+                 line_mode: bool, tag: str = "", grace: float = 0.0,
+                 endings: list[threading.Thread] | None = None) -> None:
         self.transport: asyncio.SubprocessTransport | None = None
         self.pgid = 0
+        #: The value of TAG_VARIABLE in its environment; ``grace``: how long what it
+        #: leaves outside its group gets between SIGTERM and SIGKILL.
+        self.tag = tag
+        self._grace = grace
+        self._endings = endings if endings is not None else []
         self.stdout = bytearray()  # in line mode: the incomplete last line
         self.lines: collections.deque[bytes] = collections.deque()
         self._line_mode = line_mode
@@ -125,7 +172,7 @@ class Child(asyncio.SubprocessProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.SubprocessTransport, transport)
         self.pgid = self.transport.get_pid()  # a session leader: its pid is its group
-        _LIVE_GROUPS.add(self.pgid)
+        track_group(self.pgid, self.tag)
         if self._line_mode:
             pipe = self.transport.get_pipe_transport(0)
             if pipe is not None:
@@ -256,7 +303,10 @@ class Child(asyncio.SubprocessProtocol):
         if self._killer is not None:
             self._killer.cancel()
         _signal_group(self.pgid, signal.SIGKILL)
-        _LIVE_GROUPS.discard(self.pgid)
+        # And what left the group: its session, a setsid grandchild re-parented here.
+        ending = end_group(self.pgid, self._grace)
+        if ending is not None:
+            self._endings.append(ending)
 
     def close(self) -> None:
         """Release the transport once the leader is gone (closing it earlier kills it)."""
@@ -288,6 +338,8 @@ class Supervisor:
         self._children: set[Child] = set()
         self._idle: list[Child] = []
         self._closed = False
+        #: Threads ending what exited children left outside their groups.
+        self._endings: list[threading.Thread] = []
 
     async def spawn(self, cwd: Path | None = None) -> Child:
         """A new child, in ``cwd`` (default: the supervisor's); raises what starting it
@@ -297,12 +349,14 @@ class Supervisor:
             # must not leave a child that aclose() no longer waits for.
             raise RuntimeError("the harness is closed")
         loop = asyncio.get_running_loop()
-        child = Child(self.max_stderr, self._children.discard, line_mode=self.line_mode)
+        become_subreaper()  # the child's orphans come back to forge (Linux)
+        child = Child(self.max_stderr, self._children.discard, line_mode=self.line_mode,
+                      tag=new_tag(), grace=self.grace, endings=self._endings)
         self._children.add(child)
         starting = asyncio.ensure_future(loop.subprocess_exec(
             lambda: child, *self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, cwd=self.cwd if cwd is None else cwd,
-            env={**os.environ, **self.env},
+            env={**os.environ, **self.env, TAG_VARIABLE: child.tag},
             start_new_session=True))
         try:
             await asyncio.shield(starting)
@@ -346,7 +400,8 @@ class Supervisor:
 
     async def aclose(self) -> None:
         """Let idle workers end on EOF and stopped children end their grace, then SIGKILL
-        every group still alive and release the pipes."""
+        every group still alive, release the pipes, and wait until what the children
+        left outside their groups is ended too."""
         self._closed = True
         idle, self._idle = self._idle, []
         for worker in idle:
@@ -364,3 +419,4 @@ class Supervisor:
         for child in children:
             await child.wait_exit(until)
             child.close()
+        await join_endings(self._endings, time.monotonic() + self.grace + ENDING_SLACK_S)

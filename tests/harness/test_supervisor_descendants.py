@@ -1,0 +1,201 @@
+"""No process left behind: what a command harness's child starts in a session of its own
+(``setsid``, out of the attempt's process group) ends with the attempt, is reaped, and
+is gone after ``forge eval`` exits, on SIGTERM too; what forge did not start through an
+attempt survives (Linux: forge is a child subreaper and the child's processes are tagged).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import MINI_REGISTRY, write_jsonl
+
+from forge.bench.loader import load_bench
+from forge.evaluation.evaluate import evaluate
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="a child subreaper and /proc are Linux's")
+
+#: A command child that starts ``sleep 60`` in a session of its own (its pid in
+#: ``escaped``), through a parent that exits at once when ``orphan`` is in the task id
+#: (the sleeper is re-parented while the attempt runs), and hangs while ``hold`` exists.
+AGENT = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+START = ("import subprocess as s; g = s.Popen(['sleep', '60'], start_new_session=True, "
+         "stdout=s.DEVNULL, stderr=s.DEVNULL); print(g.pid)")
+
+
+def escape(orphan):
+    if orphan:
+        pid = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    else:
+        pid = subprocess.Popen(["sleep", "60"], start_new_session=True).pid
+    with open(HERE / "escaped", "a") as f:
+        f.write(f"{pid}\\n")
+
+
+def attempt(req):
+    escape("orphan" in req["task"]["id"])
+    if (HERE / "hold").exists():
+        time.sleep(600)
+    reply = {"output": req["task"]["expected"]}
+    if "id" in req:
+        reply["id"] = req["id"]
+    return json.dumps(reply)
+
+
+if {worker}:
+    for line in sys.stdin:
+        print(attempt(json.loads(line)), flush=True)
+else:
+    print(attempt(json.load(sys.stdin)))
+"""
+
+
+def write_bench(root: Path, *, worker: bool = False) -> Path:
+    root.mkdir(parents=True)
+    (root / "registry.yaml").write_text(MINI_REGISTRY, encoding="utf-8")
+    (root / "agent.py").write_text(textwrap.dedent(AGENT).replace("{worker}", str(worker)),
+                                   encoding="utf-8")
+    tasks = {split: [{"id": f"{split}-{kind}", "input": f"{split} {kind}", "expected": f"{split} {kind}"}
+                     for kind in ("direct", "orphan")] for split in ("dev", "val", "test")}
+    for split, rows in tasks.items():
+        write_jsonl(root / "tasks" / f"{split}.jsonl", rows)
+    spec = {"argv": [sys.executable, "agent.py"], "worker": worker, "cancel_timeout_s": 0.5}
+    bench = root / "bench.yaml"
+    bench.write_text(
+        "name: cmd\n"
+        f"harness: {json.dumps({'command': spec})}\n"
+        "registry: registry.yaml\n"
+        f"splits: {json.dumps({s: f'tasks/{s}.jsonl' for s in tasks})}\n"
+        'rollouts: {"k": 1, "concurrency": 4, "timeout_s": 20}\n'
+        "scorer: exact\n", encoding="utf-8")
+    return bench
+
+
+def state(pid: int) -> str | None:
+    """The process state letter (``Z``: a zombie), or None once the pid is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def escaped(bench: Path) -> list[int]:
+    path = bench.parent / "escaped"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def assert_gone(pids: list[int], within: float = 3.0) -> None:
+    """Neither running nor a zombie: ended and reaped."""
+    deadline = time.monotonic() + within
+    while (left := {p: state(p) for p in pids if state(p) is not None}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"left behind (pid: state): {left}"
+
+
+@pytest.fixture
+def bystanders() -> Iterator[list[int]]:
+    """Processes this test starts itself, outside any attempt: a child in a session of
+    its own, and an orphan (its parent exits at once: it is re-parented to init, or to
+    this process once forge made it a subreaper). Neither may be ended."""
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    orphan = int(subprocess.run(
+        [sys.executable, "-c", "import subprocess as s; print(s.Popen(['sleep', '60'], "
+         "start_new_session=True, stdout=s.DEVNULL, stderr=s.DEVNULL).pid)"],
+        capture_output=True, text=True, check=True).stdout)
+    pids = [child.pid, orphan]
+    yield pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    child.wait()
+
+
+@pytest.fixture(autouse=True)
+def kill_leftovers(tmp_path: Path) -> Iterator[None]:
+    """A failing test must not leave sleepers behind."""
+    yield
+    for path in tmp_path.rglob("escaped"):
+        for pid in path.read_text().split():
+            if state(int(pid)) not in (None, "Z"):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    return state(pid) not in (None, "Z", "X")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("worker", [False, True], ids=["per-attempt", "worker"])
+def test_a_grandchild_in_a_session_of_its_own_ends_with_its_attempt(
+        tmp_path: Path, bystanders: list[int], worker: bool) -> None:
+    bench = write_bench(tmp_path / "b", worker=worker)
+    loaded = load_bench(bench)
+    result = evaluate(loaded, loaded.defaults)
+    assert all(a.scored and a.score is not None and a.score.passed
+               for t in result.tasks for a in t.attempts)
+    pids = escaped(bench)
+    assert len(pids) == 2  # one started by the child, one re-parented during the attempt
+    # Ended and reaped by the time the evaluation returns (a worker's with the worker).
+    assert_gone(pids, within=0.5)
+    assert all(alive(pid) for pid in bystanders), [state(p) for p in bystanders]
+
+
+def forge_eval(bench: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "forge", "eval", str(bench), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_nothing_an_attempt_started_outlives_forge_eval(
+        tmp_path: Path, bystanders: list[int]) -> None:
+    bench = write_bench(tmp_path / "b")
+    proc = forge_eval(bench)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out)["n_scored"] == 2
+    assert_gone(escaped(bench))
+    assert all(alive(pid) for pid in bystanders)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("worker", [False, True], ids=["per-attempt", "worker"])
+def test_sigterm_mid_attempt_ends_what_left_the_group(
+        tmp_path: Path, bystanders: list[int], worker: bool) -> None:
+    bench = write_bench(tmp_path / "b", worker=worker)
+    (bench.parent / "hold").touch()
+    proc = forge_eval(bench)
+    try:
+        deadline = time.monotonic() + 60
+        while len(escaped(bench)) < 2:  # both attempts hang, each having left a sleeper
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the attempts never got to hang"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    assert err.decode().strip().splitlines() == [
+        "forge: interrupted by SIGTERM; nothing was saved"], err.decode()
+    assert_gone(escaped(bench))
+    assert all(alive(pid) for pid in bystanders)
