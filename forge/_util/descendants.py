@@ -191,20 +191,28 @@ def _with_descendants(found: dict[int, Proc], table: dict[int, Proc],
 
 
 def _signal(proc: Proc, sig: signal.Signals) -> None:
-    """Signal ``proc`` unless its pid now names another process (pidfd: no race)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        fd = os.pidfd_open(proc.pid) if hasattr(os, "pidfd_open") else -1
-        try:
-            now = _read_stat(proc.pid)  # read after the pidfd: it pins this process
-            if now is None or now.start != proc.start:
-                return
+    """Signal ``proc`` unless its pid now names another process (with a pidfd, which
+    pins the process while its start time is checked, without a race)."""
+    fd = _pidfd(proc.pid)
+    try:
+        now = _read_stat(proc.pid)
+        if now is None or now.start != proc.start:
+            return
+        with contextlib.suppress(OSError):  # gone, or not ours to signal
             if fd >= 0:
                 signal.pidfd_send_signal(fd, sig)
             else:
                 os.kill(proc.pid, sig)
-        finally:
-            if fd >= 0:
-                os.close(fd)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _pidfd(pid: int) -> int:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # an older kernel, or the process is gone
+        return -1
 
 
 def _reap(known: dict[int, int], table: dict[int, Proc]) -> None:
@@ -231,32 +239,46 @@ def _end(find: _Finder, grace: float) -> int:
     as it ends, or is re-parented to this one, is found then."""
     known: dict[int, int] = {}  # pid -> start, until reaped or gone
     seen: set[int] = set()
-    termed: set[int] = set()
-    killed_at: float | None = None
-    until = time.monotonic() + grace
+    signaller = _Signaller(grace)
     while True:
         table = process_table()
         found = find(table)
         known.update({p.pid: p.start for p in found.values() if p.pid not in seen})
         seen.update(found)
-        alive = [p for p in found.values() if not p.zombie]
         _reap(known, table)
-        now = time.monotonic()
-        if not alive or (killed_at is not None and now - killed_at > _REAP_S):
+        alive = [p for p in found.values() if not p.zombie]
+        if not alive or not signaller.signal(alive):
             break
-        kill = now >= until
-        for proc in alive:
-            if kill or proc.pid not in termed:
-                _signal(proc, signal.SIGKILL if kill else signal.SIGTERM)
-                termed.add(proc.pid)
-        if kill and killed_at is None:
-            killed_at = now
         time.sleep(_POLL_S)
     deadline = time.monotonic() + _REAP_S
     while known and time.monotonic() < deadline:  # killed children of killed parents
         time.sleep(_POLL_S)
         _reap(known, process_table())
     return len(seen)
+
+
+class _Signaller:
+    """SIGTERM once to each process, SIGKILL to all after the grace; gives up
+    :data:`_REAP_S` s after the first SIGKILL (a process not ours to signal)."""
+
+    def __init__(self, grace: float) -> None:
+        self.until = time.monotonic() + grace
+        self.termed: set[int] = set()
+        self.killed_at: float | None = None
+
+    def signal(self, alive: list[Proc]) -> bool:
+        """Signal what is ``alive``; False once it is time to give up."""
+        now = time.monotonic()
+        if self.killed_at is not None and now - self.killed_at > _REAP_S:
+            return False
+        kill = now >= self.until
+        if kill and self.killed_at is None:
+            self.killed_at = now
+        for proc in alive:
+            if kill or proc.pid not in self.termed:
+                _signal(proc, signal.SIGKILL if kill else signal.SIGTERM)
+                self.termed.add(proc.pid)
+        return True
 
 
 class _Ending(threading.Thread):

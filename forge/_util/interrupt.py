@@ -12,9 +12,10 @@ Two ways a signal ends a run, by where the main thread is when it comes:
   (a search can stop at any point: it resumes from its journal as after ``kill -9``).
 
 Either way the stack unwinds through the session, which closes the harness (every
-command child's process group gets SIGTERM, then SIGKILL after its grace) and the
-executor (workers killed), and the process exits normally, so that the last
-resorts registered with :mod:`atexit` run too. A second signal while that cleanup
+command child's process group gets SIGTERM, then SIGKILL after its grace, and what
+left the group is ended too: :mod:`forge._util.descendants`) and the executor
+(workers killed, and what they left running ended), and the process exits normally,
+so that the last resorts registered with :mod:`atexit` run too. A second signal while that cleanup
 runs does not cut it short; it only cuts the grace of command children (SIGKILL now).
 
 The command line turns both signals into this; a library caller keeps Python's

@@ -344,6 +344,7 @@ def test_stdout_json_is_the_output_and_stderr_is_bounded(tmp_path: Path) -> None
 
 def test_a_descendant_that_leaves_the_group_holds_the_attempt_only_briefly(
         tmp_path: Path) -> None:
+    # It holds the attempt's stdout open; it is ended with the attempt, which then ends.
     agent = PRELUDE + textwrap.dedent("""
     req = json.load(sys.stdin)
     g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
@@ -357,10 +358,10 @@ def test_a_descendant_that_leaves_the_group_holds_the_attempt_only_briefly(
     result = run_eval(bench)
     a = result.tasks[0].attempts[0]
     assert a.scored and a.score is not None and a.score.passed
-    assert 1.0 <= a.duration_s < 2.0
-    # The documented limit: a process that leaves the group is out of reach.
+    assert a.duration_s < 2.0
+    # Out of the group, it is still found (tests/harness/test_supervisor_descendants.py).
     (escaped,) = recorded_pids(tmp_path / "b")
-    assert alive(escaped)
+    assert_all_gone([escaped])
 
 
 def test_the_child_gets_the_attempt_env_and_cwd(tmp_path: Path) -> None:

@@ -70,8 +70,9 @@ def write_bench(root: Path, *, worker: bool = False) -> Path:
     (root / "registry.yaml").write_text(MINI_REGISTRY, encoding="utf-8")
     (root / "agent.py").write_text(textwrap.dedent(AGENT).replace("{worker}", str(worker)),
                                    encoding="utf-8")
-    tasks = {split: [{"id": f"{split}-{kind}", "input": f"{split} {kind}", "expected": f"{split} {kind}"}
-                     for kind in ("direct", "orphan")] for split in ("dev", "val", "test")}
+    tasks = {split: [{"id": f"{split}-{kind}", "input": f"{split} {kind}",
+                      "expected": f"{split} {kind}"} for kind in ("direct", "orphan")]
+             for split in ("dev", "val", "test")}
     for split, rows in tasks.items():
         write_jsonl(root / "tasks" / f"{split}.jsonl", rows)
     spec = {"argv": [sys.executable, "agent.py"], "worker": worker, "cancel_timeout_s": 0.5}
