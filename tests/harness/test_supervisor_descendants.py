@@ -28,6 +28,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 #: A command child that starts ``sleep 60`` in a session of its own (its pid in
 #: ``escaped``), through a parent that exits at once when ``orphan`` is in the task id
 #: (the sleeper is re-parented while the attempt runs), and hangs while ``hold`` exists.
+#: The ``orphan`` attempt outlasts the other one, whose end must not end its sleeper:
+#: it answers ``killed early`` if it did.
 AGENT = """
 import json, os, subprocess, sys, time
 from pathlib import Path
@@ -45,13 +47,31 @@ def escape(orphan):
         pid = subprocess.Popen(["sleep", "60"], start_new_session=True).pid
     with open(HERE / "escaped", "a") as f:
         f.write(f"{pid}\\n")
+    return int(pid)
+
+
+def running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def attempt(req):
-    escape("orphan" in req["task"]["id"])
+    orphan = "orphan" in req["task"]["id"]
+    pid = escape(orphan)
     if (HERE / "hold").exists():
         time.sleep(600)
-    reply = {"output": req["task"]["expected"]}
+    done = HERE / f"done-{req['task']['id'].split('-')[0]}"
+    if orphan:  # after the other attempt's end, and its sleeper's
+        until = time.monotonic() + 10
+        while not done.exists() and time.monotonic() < until:
+            time.sleep(0.02)
+        time.sleep(0.5)
+    else:
+        done.touch()
+    reply = {"output": req["task"]["expected"] if running(pid) else "killed early"}
     if "id" in req:
         reply["id"] = req["id"]
     return json.dumps(reply)
@@ -148,8 +168,9 @@ def test_a_grandchild_in_a_session_of_its_own_ends_with_its_attempt(
     bench = write_bench(tmp_path / "b", worker=worker)
     loaded = load_bench(bench)
     result = evaluate(loaded, loaded.defaults)
-    assert all(a.scored and a.score is not None and a.score.passed
-               for t in result.tasks for a in t.attempts)
+    # Each attempt's sleeper ran while it did: the other attempt's end left it alone.
+    assert [a.output.output for t in result.tasks for a in t.attempts if a.output] == [
+        "dev direct", "dev orphan"]
     pids = escaped(bench)
     assert len(pids) == 2  # one started by the child, one re-parented during the attempt
     # Ended and reaped by the time the evaluation returns (a worker's with the worker).
