@@ -60,6 +60,24 @@ def descendants(root: int) -> dict[int, str]:
     return found
 
 
+def state(pid: int) -> str | None:
+    """The process state letter (``Z``: a zombie), or None once the pid is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def assert_gone(pids: list[int], within: float = 3.0) -> None:
+    """Neither running nor a zombie, within ``within`` s: ended and reaped."""
+    deadline = time.monotonic() + within
+    while (left := {p: state(p) for p in pids if state(p) is not None}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"left behind (pid: state): {left}"
+
+
 def reap() -> None:
     while True:
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MakeBench
+from reaper import assert_gone, state
 
 from forge.bench.loader import load_bench
 from forge.evaluation.evaluate import evaluate
@@ -51,28 +52,10 @@ def run(config, task, ctx):
 """
 
 
-def state(pid: int) -> str | None:
-    """The process state letter (``Z``: a zombie), or None once the pid is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 def escaped(bench: Path, label: str) -> list[int]:
     path = bench.parent / "escaped"
     lines = path.read_text().splitlines() if path.exists() else []
     return [int(line.split()[1]) for line in lines if line.split()[0] == label]
-
-
-def assert_gone(pids: list[int], within: float = 3.0) -> None:
-    """Neither running nor a zombie: ended and reaped."""
-    deadline = time.monotonic() + within
-    while (left := {p: state(p) for p in pids if state(p) is not None}) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, f"left behind (pid: state): {left}"
 
 
 @pytest.fixture

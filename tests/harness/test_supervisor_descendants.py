@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI_REGISTRY, write_jsonl
+from reaper import assert_gone, state
 
 from forge.bench.loader import load_bench
 from forge.evaluation.evaluate import evaluate
@@ -107,27 +108,9 @@ def write_bench(root: Path, *, worker: bool = False) -> Path:
     return bench
 
 
-def state(pid: int) -> str | None:
-    """The process state letter (``Z``: a zombie), or None once the pid is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
 def escaped(bench: Path) -> list[int]:
     path = bench.parent / "escaped"
     return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-
-def assert_gone(pids: list[int], within: float = 3.0) -> None:
-    """Neither running nor a zombie: ended and reaped."""
-    deadline = time.monotonic() + within
-    while (left := {p: state(p) for p in pids if state(p) is not None}) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, f"left behind (pid: state): {left}"
 
 
 @pytest.fixture
