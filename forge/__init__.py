@@ -22,7 +22,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "forge.core.task": ("ExpectedTool", "Task"),
     "forge.errors": (
         "BenchError", "ClusterUnreachable", "ConfigError", "EvaluationInterrupted",
-        "ExecutorLost", "ExportError", "ForgeError", "IncomparableError", "InputFileError", "JournalError", "LLMError",
+        "ExecutorLost", "ExportError", "ForgeError", "IncomparableError", "InputFileError",
+        "JournalError", "LLMError",
         "MoveError", "OptionError", "PromoteError", "RegistryError", "ResultFileError",
         "RunInterrupted", "RuntimeJournalError", "RuntimeMutatorError", "StaleMoveError",
         "StartFailed", "UserError",
