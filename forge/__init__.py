@@ -21,8 +21,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "forge.core.spec": ("Spec",),
     "forge.core.task": ("ExpectedTool", "Task"),
     "forge.errors": (
-        "BenchError", "ConfigError", "EvaluationInterrupted", "ExecutorLost", "ExportError",
-        "ForgeError", "IncomparableError", "InputFileError", "JournalError", "LLMError",
+        "BenchError", "ClusterUnreachable", "ConfigError", "EvaluationInterrupted",
+        "ExecutorLost", "ExportError", "ForgeError", "IncomparableError", "InputFileError",
+        "JournalError", "LLMError",
         "MoveError", "OptionError", "PromoteError", "RegistryError", "ResultFileError",
         "RunInterrupted", "RuntimeJournalError", "RuntimeMutatorError", "StaleMoveError",
         "StartFailed", "UserError",
@@ -70,6 +71,7 @@ if _typing.TYPE_CHECKING:
     from forge.core.task import ExpectedTool as ExpectedTool
     from forge.core.task import Task as Task
     from forge.errors import BenchError as BenchError
+    from forge.errors import ClusterUnreachable as ClusterUnreachable
     from forge.errors import ConfigError as ConfigError
     from forge.errors import EvaluationInterrupted as EvaluationInterrupted
     from forge.errors import ExecutorLost as ExecutorLost

@@ -25,6 +25,8 @@ The tree::
     ├── ExecutorLost                the executor can run no more attempts (its Ray
     │                               instance stopped, or no live node of its cluster
     │                               can run one); the batch in flight is not kept
+    │   └── ClusterUnreachable      the Ray cluster to join did not answer within its
+    │                               bound; nothing ran
     ├── StartFailed                 a search stopped at once: every attempt of its start
     │                               config's first evaluation failed (the CLI's exit 1)
     └── RuntimeMutatorError         a runtime run used after it ended, or whose config did
@@ -44,6 +46,7 @@ from pathlib import Path
 
 __all__ = [
     "BenchError",
+    "ClusterUnreachable",
     "ConfigError",
     "EvaluationInterrupted",
     "ExecutorLost",
@@ -200,6 +203,25 @@ class ExecutorLost(ForgeError):
     data), nothing the rest of the run would do can succeed: it stops, without keeping
     the batch in flight, so that a resume runs that batch again.
     """
+
+
+class ClusterUnreachable(ExecutorLost):
+    """The Ray cluster at ``address`` could not be joined within ``timeout_s`` seconds
+    (nothing listens there, it did not answer, or Ray refused it: ``reason``). Raised
+    before the executor ran anything; ``str()`` is one line naming the address and the
+    options that change it. The command line exits 2 when the address was typed on it
+    (bad input), 1 when it came from a bench or a run's journal (the cluster is gone)."""
+
+    def __init__(self, address: str, timeout_s: float, reason: str) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self.reason = reason
+        super().__init__(f"cannot join the Ray cluster at {address} within {timeout_s:g} s: "
+                         f"{reason}; give its address with --ray-address, or more time with "
+                         "--ray-connect-timeout")
+
+    def __str__(self) -> str:
+        return _one_line(super().__str__())
 
 
 class StartFailed(ForgeError):

@@ -44,6 +44,24 @@ def run(config, task, ctx):
     return {"output": task.expected}
 """
 
+#: A CPU-bound sync harness: about 1.2 s in one C call (``sum`` over a range never lets
+#: go of the GIL), so no other thread of its process runs meanwhile: a monitor thread
+#: cannot time it out, only see, afterwards, that it overran.
+CPU_BOUND_HARNESS = """
+import time
+
+def _seconds(n):
+    t0 = time.perf_counter()
+    sum(range(n))
+    return time.perf_counter() - t0
+
+_N = int(1.2 * 1_000_000 / min(_seconds(1_000_000) for _ in range(3)))
+
+def run(config, task, ctx):
+    sum(range(_N))
+    return {"output": task.expected}
+"""
+
 
 def default_tasks() -> dict[str, list[dict[str, Any]]]:
     """Three dev tasks, one val and one test; inputs distinct across splits."""
@@ -122,6 +140,15 @@ def write_bench(root: Path, harness_source: str = ECHO_HARNESS, *,
         f"scorer: {scorer}\n",
         encoding="utf-8",
     )
+    return bench
+
+
+def with_async_judge(bench: Path, sleep_s: float = 0.0) -> Path:
+    """``bench`` (a ``make_bench`` bench with ``scorer: {code: "judge:grade"}``) with that
+    async scorer written: it sleeps ``sleep_s``, then checks the answer."""
+    (bench.parent / "judge.py").write_text(
+        f"import asyncio\n\nasync def grade(task, output):\n    await asyncio.sleep({sleep_s})\n"
+        "    return output.output == task.expected\n", encoding="utf-8")
     return bench
 
 

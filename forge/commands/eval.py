@@ -28,8 +28,10 @@ from forge.bench.loader import Bench, check_attempts, load_bench
 from forge.ci.unscored import ShareSide, reasons_text
 from forge.commands._stdout import stdout_for_json
 from forge.commands.common import (
+    ExecutorFlags,
     ExecutorOption,
     RayAddressOption,
+    RayConnectTimeoutOption,
     WorkersOption,
     err,
     out,
@@ -77,6 +79,7 @@ def eval_command(
     executor: ExecutorOption = None,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
+    ray_connect_timeout: RayConnectTimeoutOption = None,
 ) -> None:
     """Evaluate one config on one split: K attempts per task, scored."""
     bench = load_bench(bench_path)
@@ -86,11 +89,13 @@ def eval_command(
                    split, option="-k")
     if save is not None and save.is_dir():  # found now, not after the whole evaluation
         raise OptionError(f"{save} is a folder; expected a file path", option="--save")
-    settings = bench.executor_settings(executor, workers, ray_address)
+    flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
+    settings = flags.over(bench.executor_settings(), whose="the bench's executor")
     check_executor(settings, bench.harness_spec)
-    result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
-                                concurrency=concurrency, timeout_s=timeout_s, task_ids=task_ids,
-                                executor=settings, show=err.is_terminal)
+    with flags.joining():
+        result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
+                                    concurrency=concurrency, timeout_s=timeout_s,
+                                    task_ids=task_ids, executor=settings, show=err.is_terminal)
     if save is not None:
         write_for_option("--save", save, save_result, result, save)
     _printed_note(result, save)

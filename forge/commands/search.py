@@ -18,17 +18,19 @@ from forge._util.interrupt import received
 from forge.bench.loader import BudgetSettings, load_bench
 from forge.commands._stdout import stdout_for_json
 from forge.commands.common import (
+    ExecutorFlags,
     ExecutorOption,
     RayAddressOption,
+    RayConnectTimeoutOption,
     WorkersOption,
     err,
     out,
     print_json,
 )
 from forge.config.registry import load_config
-from forge.errors import ExecutorLost, OptionError, RunInterrupted, StartFailed
+from forge.errors import ClusterUnreachable, ExecutorLost, OptionError, RunInterrupted, StartFailed
 from forge.executors import ExecutorSettings, executor_class
-from forge.journal import new_run_id
+from forge.journal import load_run, new_run_id
 from forge.journal.run import DEFAULT_JOURNALS
 from forge.proposers import PROPOSERS
 from forge.runtime import runtime_first_moves
@@ -84,6 +86,7 @@ def search_command(
     executor: ExecutorOption = None,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
+    ray_connect_timeout: RayConnectTimeoutOption = None,
     k: Annotated[int | None, _flag("k", "-k")] = None,
     candidates_per_step: Annotated[int | None, _flag("candidates_per_step",
                                                      "--candidates")] = None,
@@ -108,6 +111,7 @@ def search_command(
     if PROPOSERS.get(proposer) is None:
         raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
                           option="--proposer")
+    flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
     view = LiveView(err if as_json else out)
     progress = None if as_json else live_progress(out, SearchProgress())  # None off a terminal
     if resume is not None:
@@ -117,20 +121,19 @@ def search_command(
         if no_test:
             raise OptionError("a resumed run ends as it was started (with or without the "
                               "test split); not with --resume", option="--no-test")
-        # The journaled executor, unless the command line names one.
-        chosen = (ExecutorSettings(executor, workers, ray_address)
-                  if executor is not None else None)
-        outcome = _resume(resume, journals, view, progress, chosen)
+        with flags.joining():
+            outcome = _resume(resume, journals, view, progress, flags)
     else:
         if bench_path is None:
             raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
         choices = {"max_steps": max_steps, "patience": patience,
                    "budget_rollouts": budget_rollouts, "k": k, "seed": seed,
                    "candidates_per_step": candidates_per_step, "run_test": not no_test}
-        outcome = _launch(bench_path, choices, _NewRun(
-            config_file=config_file, from_runtime=from_runtime, proposer=proposer,
-            executor=(executor, workers, ray_address), run_id=run_id, journals=journals,
-            as_json=as_json), view, progress)
+        with flags.joining():
+            outcome = _launch(bench_path, choices, _NewRun(
+                config_file=config_file, from_runtime=from_runtime, proposer=proposer,
+                executor=flags, run_id=run_id, journals=journals, as_json=as_json),
+                view, progress)
     if as_json:
         view.failures(outcome)  # on stderr, with the decisions
         print_json(outcome.as_json())
@@ -150,20 +153,36 @@ class _NewRun:
     config_file: Path | None
     from_runtime: Path | None
     proposer: str
-    executor: tuple[str | None, int | None, str | None]  # --executor, --workers, --ray-address
+    executor: ExecutorFlags
     run_id: str | None
     journals: Path
     as_json: bool
 
 
 def _resume(run_id: str, journals: Path, view: LiveView, progress: SearchProgress | None,
-            executor: ExecutorSettings | None) -> SearchOutcome:
-    """``--resume RUN_ID``: the run continued with its journaled options."""
+            flags: ExecutorFlags) -> SearchOutcome:
+    """``--resume RUN_ID``: the run continued with its journaled options; the executor
+    flags given replace the journaled executor's parts (said, and kept in run.json)."""
+    executor = None
+    if flags != ExecutorFlags():
+        journaled = load_run(journals / run_id).options.executor
+        executor = flags.resumed(journaled)
+        if executor != journaled:
+            view.console.print(f"resuming {run_id} on {_where(executor)} (journaled: "
+                               f"{_where(journaled)}); run.json will say so",
+                               highlight=False, markup=False, soft_wrap=True)
     if progress is not None:
         progress.resume = _command("search --resume", run_id, journals)
     with _resumable(run_id, journals):
         return resume_search(run_id, journals=journals, on_record=view.on_record,
                              executor=executor, progress=progress)
+
+
+def _where(settings: ExecutorSettings) -> str:
+    """Where attempts run, as a line says it: ``ray at 10.0.0.1:6379, 4 workers``."""
+    return (f"the {settings.name} executor"
+            + (f" at {settings.ray_address}" if settings.ray_address else "")
+            + (f", {settings.workers} workers" if settings.workers else ""))
 
 
 def _launch(bench_path: Path, choices: dict[str, Any], run: _NewRun, view: LiveView,
@@ -184,8 +203,8 @@ def _launch(bench_path: Path, choices: dict[str, Any], run: _NewRun, view: LiveV
     if progress is not None:
         progress.resume = _command("search --resume", run_id, run.journals)
     with _resumable(run_id, run.journals):
-        options = search_options(bench, executor=bench.executor_settings(*run.executor),
-                                 **choices)
+        options = search_options(bench, executor=run.executor.over(
+            bench.executor_settings(), whose="the bench's executor"), **choices)
         return launch_search(bench, options=options, start=start, proposer=run.proposer,
                              run_id=run_id, journals=run.journals, first_moves=first,
                              on_record=view.on_record, progress=progress)
@@ -225,6 +244,8 @@ def _resumable(run_id: str, journals: Path) -> Iterator[None]:
     except KeyboardInterrupt:
         raise RunInterrupted(received() or signal.SIGINT, _resume_command(run_id, journals)
                              ) from None
+    except ClusterUnreachable:
+        raise  # before anything ran: its line says what to give instead
     except ExecutorLost as exc:
         command = _resume_command(run_id, journals)
         raise ExecutorLost(f"{exc}; " + (f"resume with: {command}" if command

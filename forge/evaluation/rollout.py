@@ -179,7 +179,14 @@ class _Batch:
 
     def finish(self, p: Prepared, stop: StopReason, error: str | None = None,
                output: RunOutput | None = None, score: Score | None = None) -> AttemptResult:
+        """The attempt's result. One that ran past its timeout is a ``timeout`` whatever
+        its harness returned or raised, and what it returned is dropped (see
+        :meth:`_overran`)."""
         duration = (p.end if p.end is not None else time.monotonic()) - p.start
+        if stop in ("completed", "error") and self._overran(p):
+            stop, output, score = "timeout", None, None
+            error = (f"no result within {self.timeout_s:g} s "
+                     f"(the attempt overran: it ended after {duration:.2f} s)")
         return AttemptResult.model_construct(
             task_id=p.key.task.id, attempt=p.key.attempt, seed=p.seed, stop_reason=stop,
             error=_clip(error), duration_s=duration, output=output, score=score,
@@ -206,6 +213,8 @@ class _Batch:
 
     def score(self, p: Prepared, output: RunOutput
               ) -> AttemptResult | Coroutine[Any, Any, AttemptResult]:
+        if self._overran(p):  # a timeout: the scorer (a paid judge, maybe) is not asked
+            return self.finish(p, "completed", None, output)
         try:
             verdict = self.scorer.score(p.key.task, output)
         except Exception as err:  # a scorer failure leaves the attempt unscored, not failed
@@ -223,6 +232,15 @@ class _Batch:
         except Exception as err:
             return self._unscored(p, output, err)
         return self._scored(p, output, verdict)
+
+    def _overran(self, p: Prepared) -> bool:
+        """The harness call took longer than the timeout, on the clock of its duration.
+
+        An executor's watch can miss the deadline: a sync call that holds the GIL keeps
+        the local monitor from running until it returns, and a worker's result can come
+        back in the slack the parent allows. The measure is the call's own (``end``, set
+        by the executor that ran it), never a wait for a worker before it started."""
+        return p.end is not None and p.end - p.start > self.timeout_s
 
     def _scored(self, p: Prepared, output: RunOutput, verdict: Any) -> AttemptResult:
         if not isinstance(verdict, Score):

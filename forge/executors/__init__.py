@@ -14,6 +14,8 @@ from forge.core.spec import Spec
 from forge.errors import OptionError
 from forge.executors.base import (
     EXECUTORS,
+    MAX_RAY_CONNECT_TIMEOUT_S,
+    RAY_CONNECT_TIMEOUT_S,
     AttemptKey,
     Batch,
     Executor,
@@ -29,6 +31,8 @@ from forge.executors.remote import RemoteExecutor, WorkItem, WorkOutcome, run_it
 
 __all__ = [
     "EXECUTORS",
+    "MAX_RAY_CONNECT_TIMEOUT_S",
+    "RAY_CONNECT_TIMEOUT_S",
     "AttemptKey",
     "Batch",
     "Executor",

@@ -23,7 +23,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from forge._util.files import validation_problem
 from forge._util.printed import Printed
@@ -37,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTORS",
+    "MAX_RAY_CONNECT_TIMEOUT_S",
+    "RAY_CONNECT_TIMEOUT_S",
     "AttemptKey",
     "Batch",
     "Executor",
@@ -118,15 +128,30 @@ class Batch(Protocol):
     def task_text(self, p: Prepared) -> str: ...
 
 
+#: How long joining a Ray cluster may take when nothing says otherwise (s): a cluster
+#: that answers is joined in a few seconds; this is also how long Ray itself waits for
+#: a GCS that went away under a driver before it gives up, so a head restarting (GCS
+#: fault tolerance) is given the same time at the start as in the middle of a run.
+RAY_CONNECT_TIMEOUT_S = 60.0
+#: The longest bound on joining a Ray cluster one may set (s): longer is a typo.
+MAX_RAY_CONNECT_TIMEOUT_S = 3600.0
+
+
 class ExecutorOptions(BaseModel):
     """How big an executor is. ``workers``: processes or actors (None: the cores);
-    ``ray_address``: the Ray cluster to join (None: start a local one)."""
+    ``ray_address``: the Ray cluster to join (None: start a local one);
+    ``ray_connect_timeout_s``: how long joining it may take (None:
+    :data:`RAY_CONNECT_TIMEOUT_S`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     workers: int | None = Field(default=None, ge=1,
                                 description="worker processes or Ray actors (default: the cores)")
     ray_address: str | None = Field(default=None,
                                     description="join this Ray cluster (default: a local one)")
+    ray_connect_timeout_s: float | None = Field(
+        default=None, gt=0, le=MAX_RAY_CONNECT_TIMEOUT_S,
+        description=f"seconds joining the Ray cluster may take before forge gives up "
+                    f"(default: {RAY_CONNECT_TIMEOUT_S:g})")
 
 
 def _name_choices(schema: dict[str, Any]) -> None:
@@ -151,12 +176,13 @@ class ExecutorSettings(ExecutorOptions):
     name: str = "local"
 
     def __init__(self, name: str = "local", workers: int | None = None,
-                 ray_address: str | None = None, **unknown: Any) -> None:
+                 ray_address: str | None = None, *, ray_connect_timeout_s: float | None = None,
+                 **unknown: Any) -> None:
         # Validation from a file (run.json, bench.yaml) calls this with the file's keys:
         # one it does not know must fail as a bad input, not as a TypeError.
         try:
             BaseModel.__init__(self, name=name, workers=workers, ray_address=ray_address,
-                               **unknown)
+                               ray_connect_timeout_s=ray_connect_timeout_s, **unknown)
         except ValidationError as exc:
             problem = validation_problem(exc)
             raise _SettingError(problem.message,
@@ -167,19 +193,33 @@ class ExecutorSettings(ExecutorOptions):
     def _from_name(cls, value: Any) -> Any:
         return {"name": value} if isinstance(value, str) else value
 
+    @model_serializer(mode="wrap")
+    def _without_default_bound(self, handler: SerializerFunctionWrapHandler
+                               ) -> dict[str, Any]:
+        # Absent unless set: a run.json written before the bound existed, and one that
+        # leaves it at its default, read the same.
+        out: dict[str, Any] = handler(self)
+        if out.get("ray_connect_timeout_s") is None:
+            out.pop("ray_connect_timeout_s", None)
+        return out
+
     def override(self, name: str | None = None, workers: int | None = None,
-                 ray_address: str | None = None) -> ExecutorSettings:
+                 ray_address: str | None = None, *,
+                 ray_connect_timeout_s: float | None = None) -> ExecutorSettings:
         """These settings with each part given replaced."""
         return ExecutorSettings(name or self.name, workers or self.workers,
-                                ray_address or self.ray_address)
+                                ray_address or self.ray_address,
+                                ray_connect_timeout_s=(ray_connect_timeout_s
+                                                       or self.ray_connect_timeout_s))
 
     @property
     def spec(self) -> Spec:
         return Spec(name=self.name, args={"workers": self.workers,
-                                          "ray_address": self.ray_address})
+                                          "ray_address": self.ray_address,
+                                          "ray_connect_timeout_s": self.ray_connect_timeout_s})
 
     def journal_form(self) -> dict[str, Any]:
-        return {"name": self.name, "workers": self.workers, "ray_address": self.ray_address}
+        return self.model_dump()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,10 @@ Two kinds of lanes, one contract:
   thread lanes that take attempts one after another without a round trip through
   the event loop (results are handed over in batches); a monitor on the loop
   enforces timeouts and replaces a lane whose call overran, so a stuck call never
-  holds the evaluation nor the process.
+  holds the evaluation nor the process. A call that holds the GIL (pure-Python or C
+  computation) keeps the monitor from running until it returns; it is a timeout all
+  the same, since each lane notes when its call ended, but it was not stopped at its
+  deadline: CPU-bound harnesses belong on the ``process`` executor.
 
 Best for I/O-bound harnesses (a model endpoint); the per-attempt overhead of these
 lanes is tuned (``benchmarks/engine.py``): keep work out of them.
@@ -22,7 +25,7 @@ import contextlib
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +82,7 @@ async def _run_coroutines(batch: Batch) -> None:
         i = next_index
         next_index += 1
         p = batch.prepare(i)
-        call = asyncio.ensure_future(captured(p.printed, harness.run(p.config, p.task, p.ctx)))
+        call = asyncio.ensure_future(_timed(p, harness.run(p.config, p.task, p.ctx)))
         inflight.add(call)
         return i, p, call
 
@@ -88,13 +91,16 @@ async def _run_coroutines(batch: Batch) -> None:
         while current is not None:
             i, p, call = current
             try:
-                await _first_of(call, stop, timeout_s)
+                # The call started before this lane judged the attempt before it:
+                # its timeout runs from its own start.
+                await _first_of(call, stop, p.start + timeout_s - time.monotonic())
             except asyncio.CancelledError:
                 _abandon(call)
                 raise
             finally:
                 inflight.discard(call)
-            p.end = time.monotonic()
+            if p.end is None:  # the call did not end (or never started): now is its end
+                p.end = time.monotonic()
             if not call.done():
                 # Decide now, not after the yield below: a call that ends in that
                 # gap still overran. Do not wait for it either: a harness that
@@ -131,9 +137,19 @@ async def _conclude(batch: Batch, p: Prepared, call: asyncio.Future[Any]) -> Att
     return result
 
 
+async def _timed(p: Prepared, call: Awaitable[Any]) -> Any:
+    """The harness call, capturing what it prints; notes in ``p`` when it ended. The lane
+    looks only once it has judged the attempt before, which may be much later."""
+    try:
+        return await captured(p.printed, call)
+    finally:
+        if p.end is None:  # else the lane gave up on it already, and said when
+            p.end = time.monotonic()
+
+
 async def _first_of(call: asyncio.Future[Any], stop: asyncio.Future[None],
                     timeout: float) -> None:
-    """Return when ``call`` or ``stop`` is done or ``timeout`` passes.
+    """Return when ``call`` or ``stop`` is done or ``timeout`` passes (at once if <= 0).
 
     ``asyncio.wait`` does the same but builds sets and callbacks per call; at
     thousands of attempts a second its cost showed in the concurrency benchmark.
@@ -272,6 +288,10 @@ class _Lanes:
             except BaseException as err:  # even SystemExit from a harness is data
                 exc = err
             finally:
+                # Its end, before judging: a call that held the GIL past its timeout kept
+                # the monitor from seeing it, and is a timeout all the same (the engine
+                # compares this end with the timeout).
+                p.end = time.monotonic()
                 release(token)
             if not self._settle(lane_id, slot):  # the monitor recorded it (timeout, cancel)
                 return  # a replacement lane has taken over; this one bows out

@@ -10,6 +10,10 @@ the harness prints through ``sys.stdout`` during an attempt comes back with it; 
 rest of an actor's output stays in Ray's log files (``log_to_driver`` is off), never
 on forge's stdout.
 
+Joining a cluster (``address``) is bounded (:mod:`forge.executors._ray_connect`,
+``ray_connect_timeout_s``): one that does not answer in time is
+:class:`~forge.errors.ClusterUnreachable`, before anything runs.
+
 A node of a cluster lost under a run (its raylet gone, the machine down) is the
 infrastructure's failure, not the attempts': the lanes watch the nodes their actors
 run on (the GCS's node table, :mod:`forge.executors._ray_nodes`), and the chunks of
@@ -41,9 +45,15 @@ from typing import Any, Self
 
 from forge.core.spec import Spec
 from forge.errors import OptionError
+from forge.executors._ray_connect import join_cluster
 from forge.executors._ray_local import LocalInstance
 from forge.executors._ray_nodes import ClusterWatch, NodeInfo
-from forge.executors.base import EXECUTORS, ExecutorOptions, ExecutorSettings
+from forge.executors.base import (
+    EXECUTORS,
+    RAY_CONNECT_TIMEOUT_S,
+    ExecutorOptions,
+    ExecutorSettings,
+)
 from forge.executors.remote import (
     LaneQueue,
     OnOutcome,
@@ -133,7 +143,7 @@ class RayExecutor(RemoteExecutor):
     name = "ray"
 
     def __init__(self, target: str, base_dir: str, *, workers: int | None = None,
-                 address: str | None = None) -> None:
+                 address: str | None = None, connect_timeout_s: float | None = None) -> None:
         self.ray = import_ray()
         self.target = target
         self.base_dir = base_dir
@@ -141,8 +151,9 @@ class RayExecutor(RemoteExecutor):
         if not self.ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                       "configure_logging": False}
-            if address:
-                self.ray.init(address=address, **kwargs)
+            if address:  # bounded: a cluster that does not answer is one line, soon
+                join_cluster(self.ray, address, connect_timeout_s or RAY_CONNECT_TIMEOUT_S,
+                             **kwargs)
             else:
                 self.ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
             self._owns = True
@@ -170,7 +181,8 @@ class RayExecutor(RemoteExecutor):
 
     @classmethod
     def for_target(cls, target: str, base_dir: str, options: ExecutorOptions) -> Self:
-        return cls(target, base_dir, workers=options.workers, address=options.ray_address)
+        return cls(target, base_dir, workers=options.workers, address=options.ray_address,
+                   connect_timeout_s=options.ray_connect_timeout_s)
 
     def _gone(self) -> str | None:
         """Why this executor can serve nothing any more (the local instance it started

@@ -17,6 +17,7 @@ from forge.bench.loader import Bench, BudgetSettings, check_attempts, load_bench
 from forge.config.moves import Move
 from forge.config.registry import Config
 from forge.errors import JournalError, OptionError
+from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings, check_executor
 from forge.journal import (
     JOURNAL_FORMAT_VERSION,
@@ -35,7 +36,7 @@ from forge.journal.run_store import RunStore
 from forge.journal.store import AttemptStore, store_file
 from forge.proposers import build_proposer
 from forge.report.dashboard import DashboardStudy
-from forge.search.loop import Search
+from forge.search.loop import Search, open_session
 from forge.search.options import SearchOptions, check_flags
 from forge.search.outcome import SearchOutcome
 from forge.search.progress import SearchProgress
@@ -125,17 +126,20 @@ def launch_search(bench_path: str | Path | Bench, *, options: SearchOptions | No
                    options=options.journal_form(proposer=proposer, proposer_info=proposer_info,
                                                 first_moves=list(first_moves or [])),
                    created_at=datetime.now(UTC))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise JournalError(f"cannot make the run folder: {exc.strerror or exc}",
-                           file=folder) from None
-    with lock_run(folder):
-        if (folder / "run.json").exists():  # another launch of this id came first
-            raise JournalError(f"run {run_id!r} exists; resume it with --resume {run_id}",
-                               file=folder)
-        write_run(folder, info)
-        return _run(bench, info, options, folder, on_record, progress)
+    # The executor opens first (a Ray cluster joined, within its bound): one that cannot
+    # leaves no run folder behind.
+    with open_session(bench, options) as session:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JournalError(f"cannot make the run folder: {exc.strerror or exc}",
+                               file=folder) from None
+        with lock_run(folder):
+            if (folder / "run.json").exists():  # another launch of this id came first
+                raise JournalError(f"run {run_id!r} exists; resume it with --resume {run_id}",
+                                   file=folder)
+            write_run(folder, info)
+            return _run(bench, info, options, folder, on_record, progress, session)
 
 
 def _check_k(bench: Bench, k: int) -> None:
@@ -153,7 +157,9 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
     """Continue a run with the options it was started with; refuses a changed bench.
 
     The run's journaled executor is used unless ``executor`` names another: results do
-    not depend on it, so changing machines mid-run is allowed.
+    not depend on it, so changing machines mid-run is allowed. Another is written to
+    run.json's ``options.executor`` once it is open (a Ray cluster joined), so that
+    the next resume goes there too; nothing in the run folder changes before.
     """
     folder = journals / run_id
     info = load_run(folder)
@@ -190,13 +196,17 @@ def resume_search(run_id: str, *, journals: Path = DEFAULT_JOURNALS,
     for split in bench.splits:
         check_attempts(info.options.k, len(bench.tasks(split)), split,
                        file=folder / "run.json", field="options.k")
-    with lock_run(folder):
-        return _run(bench, info, options, folder, on_record, progress)
+    with lock_run(folder), open_session(bench, options) as session:
+        if options.executor != info.options.executor:
+            info = info.model_copy(update={"options": info.options.model_copy(
+                update={"executor": options.executor})})
+            write_run(folder, info)
+        return _run(bench, info, options, folder, on_record, progress, session)
 
 
 def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
          on_record: Callable[[AnyRecord], None] | None,
-         progress: SearchProgress | None = None) -> SearchOutcome:
+         progress: SearchProgress | None, session: Session) -> SearchOutcome:
     start = bench.registry.validate_config(info.start_config, file=folder / "run.json")
     try:
         proposer = build_proposer(info.options.proposer, registry=bench.registry,
@@ -207,7 +217,7 @@ def _run(bench: Bench, info: RunInfo, options: SearchOptions, folder: Path,
                          [dashboard.on_record, *([on_record] if on_record else [])])
         search = Search(bench, start, proposer, options, run_id=info.run_id, store=store,
                         first_moves=list(info.options.first_moves), progress=progress)
-        return search.run()
+        return search.run(session)
     except OSError as exc:
         # A full or read-only disk under a writer that does not say so itself (the
         # dashboard's study): one line, and the run resumes once it can be written.

@@ -34,6 +34,7 @@ memory (:mod:`forge.search.memory`) and deferral only choose *which* candidate i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -75,7 +76,7 @@ from forge.search.screening import Screening
 from forge.stats.paired import Interval, mean_interval
 from forge.stats.power import estimate_power
 
-__all__ = ["START_CHECK_ATTEMPTS", "Search"]
+__all__ = ["START_CHECK_ATTEMPTS", "Search", "open_session"]
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +212,12 @@ class Search:
             self.outcome = done.value
         return self._asked
 
-    def run(self) -> SearchOutcome:
-        """The whole search, on a session of its own, each request run as it comes."""
-        with Session(self.bench, self.options.executor, seed=self.options.seed,
-                     concurrency=self.options.concurrency,
-                     timeout_s=self.options.timeout_s) as session:
+    def run(self, session: Session | None = None) -> SearchOutcome:
+        """The whole search, each request run as it comes: on ``session`` (the caller
+        opened it and closes it), or on a session of its own (:func:`open_session`)."""
+        with contextlib.ExitStack() as stack:
+            if session is None:
+                session = stack.enter_context(open_session(self.bench, self.options))
             self.begin()
             self.progress.attach(self.rollouts, session)
             self.progress.begin()
@@ -401,3 +403,10 @@ class Search:
             if values:
                 means.append(math.fsum(values) / len(values))
         return mean_interval(means, 0.95)
+
+
+def open_session(bench: Bench, options: SearchOptions) -> Session:
+    """The session a search with ``options`` runs on: its executor opened (a Ray
+    cluster joined, within its bound), its harness built."""
+    return Session(bench, options.executor, seed=options.seed,
+                   concurrency=options.concurrency, timeout_s=options.timeout_s)

@@ -4,7 +4,7 @@ loop for an async one), and an async scorer is still judged on the loop."""
 from __future__ import annotations
 
 import pytest
-from conftest import MakeBench
+from conftest import MakeBench, with_async_judge
 
 from forge.bench.loader import load_bench
 from forge.evaluation.evaluate import evaluate
@@ -39,11 +39,6 @@ def test_the_local_executor_picks_its_lanes_by_the_harness(make_bench: MakeBench
 
 def test_a_sync_harness_with_an_async_scorer_is_judged_on_the_loop(
         make_bench: MakeBench) -> None:
-    bench_path = make_bench(THREAD_NAME, scorer='{code: "judge:grade"}')
-    (bench_path.parent / "judge.py").write_text(
-        "import asyncio\n\nasync def grade(task, output):\n"
-        "    await asyncio.sleep(0)\n    return output.output == task.expected\n",
-        encoding="utf-8")
-    bench = load_bench(bench_path)
+    bench = load_bench(with_async_judge(make_bench(THREAD_NAME, scorer='{code: "judge:grade"}')))
     result = evaluate(bench, bench.defaults)
     assert result.pass_rate == 1.0 and result.summary()["n_unscored"] == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ARITH, MakeBench
+from conftest import ARITH, CPU_BOUND_HARNESS, MakeBench, default_tasks
 from typer.testing import CliRunner
 
 from forge.bench.loader import load_bench
@@ -287,6 +287,23 @@ def test_ray_brings_back_what_a_harness_prints(ray_local: Any, make_bench: MakeB
     remote = evaluate(bench, bench.defaults, executor=ExecutorSettings("ray", workers=2))
     assert comparable(remote) == comparable(local)
     assert printed_lines(remote) == expected_printed(remote)
+
+
+@pytest.mark.ray
+def test_ray_records_a_cpu_bound_attempt_past_its_timeout_as_a_timeout(
+        ray_local: Any, make_bench: MakeBench) -> None:
+    # In the actor, the attempt's thread holds the GIL past the join that bounds it:
+    # its result comes back, late, and is discarded.
+    tasks = default_tasks()
+    bench = load_bench(make_bench(CPU_BOUND_HARNESS, tasks={**tasks, "dev": tasks["dev"][:2]},
+                                  rollouts={"k": 1, "timeout_s": 0.5}))
+    result = evaluate(bench, bench.defaults, executor=ExecutorSettings("ray", workers=2))
+    done = [a for t in result.tasks for a in t.attempts]
+    assert [a.stop_reason for a in done] == ["timeout", "timeout"]
+    for a in done:
+        assert a.error is not None and a.error.startswith("no result within 0.5 s")
+        assert a.score is None and a.output is None and a.duration_s >= 0.5
+    assert result.pass_rate is None
 
 
 SLOW_HARNESS = """
