@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -76,6 +77,24 @@ def assert_gone(pids: list[int], within: float = 3.0) -> None:
             and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not left, f"left behind (pid: state): {left}"
+
+
+def sigterm_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool],
+                 output: Callable[[], str], within: float = 60.0) -> int:
+    """Send SIGTERM to ``proc`` once ``ready()`` (failing if it exits first, with
+    ``output()``, or if ``within`` s pass); its exit status. Killed if it outlives this."""
+    try:
+        deadline = time.monotonic() + within
+        while not ready():
+            assert proc.poll() is None, output()
+            assert time.monotonic() < deadline, "never ready for the signal"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=within)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def reap() -> None:

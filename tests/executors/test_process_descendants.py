@@ -9,13 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import MakeBench
-from reaper import assert_gone, state
+from reaper import assert_gone, sigterm_when, state
 
 from forge.bench.loader import load_bench
 from forge.evaluation.evaluate import evaluate
@@ -104,18 +103,8 @@ def test_sigterm_mid_attempt_ends_what_the_killed_workers_started(
         proc = subprocess.Popen([sys.executable, "-m", "forge", "eval", str(bench),
                                  "--executor", "process", "--workers", "2"],
                                 stdout=subprocess.DEVNULL, stderr=stderr)
-    try:
-        deadline = time.monotonic() + 60
-        while len(escaped(bench, "attempt")) < 2:  # both workers hang in an attempt
-            assert proc.poll() is None, err.read_text()
-            assert time.monotonic() < deadline, "the attempts never got to hang"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 128 + signal.SIGTERM, err.read_text()
+    # Both workers hang in an attempt.
+    status = sigterm_when(proc, lambda: len(escaped(bench, "attempt")) == 2, err.read_text)
+    assert status == 128 + signal.SIGTERM, err.read_text()
     assert_gone(escaped(bench, "attempt") + escaped(bench, "worker"))
     assert [state(pid) for pid in [bystander, *escaped(bench, "forge")]] == ["S", "S"]

@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 from conftest import MINI_REGISTRY, write_jsonl
-from reaper import assert_gone, state
+from reaper import assert_gone, sigterm_when, state
 
 from forge.bench.loader import load_bench
 from forge.evaluation.evaluate import evaluate
@@ -161,9 +161,10 @@ def test_a_grandchild_in_a_session_of_its_own_ends_with_its_attempt(
     assert all(alive(pid) for pid in bystanders), [state(p) for p in bystanders]
 
 
-def forge_eval(bench: Path) -> subprocess.Popen[bytes]:
+def forge_eval(bench: Path, stderr: IO[bytes] | int = subprocess.PIPE
+               ) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "forge", "eval", str(bench), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=stderr)
 
 
 @pytest.mark.slow
@@ -186,21 +187,13 @@ def test_sigterm_mid_attempt_ends_what_left_the_group(
         tmp_path: Path, bystanders: list[int], worker: bool) -> None:
     bench = write_bench(tmp_path / "b", worker=worker)
     (bench.parent / "hold").touch()
-    proc = forge_eval(bench)
-    try:
-        deadline = time.monotonic() + 60
-        while len(escaped(bench)) < 2:  # both attempts hang, each having left a sleeper
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the attempts never got to hang"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
-    assert err.decode().strip().splitlines() == [
-        "forge: interrupted by SIGTERM; nothing was saved"], err.decode()
+    err = bench.parent / "stderr"
+    with err.open("wb") as stderr:
+        proc = forge_eval(bench, stderr)
+    # Both attempts hang, each having left a sleeper.
+    status = sigterm_when(proc, lambda: len(escaped(bench)) == 2, err.read_text)
+    assert status == 128 + signal.SIGTERM, err.read_text()
+    assert err.read_text().strip().splitlines() == [
+        "forge: interrupted by SIGTERM; nothing was saved"], err.read_text()
     assert_gone(escaped(bench))
     assert all(alive(pid) for pid in bystanders)
