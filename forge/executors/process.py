@@ -61,6 +61,10 @@ __all__ = ["ProcessExecutor"]
 
 #: How often a waiting dispatcher checks for cancellation (s).
 _POLL_S = 0.05
+#: How long a new worker may take to import the harness (s): a module that blocks at
+#: import (a server it waits for, a lock) must not hold the evaluation forever. The
+#: Ray executor gives its actors the same time to start.
+READY_TIMEOUT_S = 60.0
 #: Slack on each timeout for the round trip through the pipe (s).
 _IPC_SLACK_S = 0.05
 #: How long idle workers get to end on their own at close (s), and what an attempt
@@ -124,10 +128,17 @@ class _Worker:
         self.ending: threading.Thread | None = None  # ending what it left running
 
     def wait_ready(self, cancelled: Callable[[], bool]) -> bool:
-        """True when the harness imported; False if it failed (``failed`` says why)."""
+        """True when the harness imported; False if it failed (``failed`` says why),
+        which includes not importing it within :data:`READY_TIMEOUT_S`."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
         while not self._ready and self.failed is None:
             if cancelled():
                 return False
+            if time.monotonic() > deadline:
+                self.failed = (f"worker did not load the harness within "
+                               f"{READY_TIMEOUT_S:g} s")
+                self.proc.kill()
+                break
             try:
                 if not self.conn.poll(_POLL_S):
                     if not self.proc.is_alive() and not self.conn.poll(0):

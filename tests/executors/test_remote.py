@@ -127,6 +127,33 @@ def test_a_worker_that_dies_leaves_its_attempt_unscored(make_bench: MakeBench) -
     assert all(a.scored and a.passed for a in attempts.values())
 
 
+SLOW_IMPORT_HARNESS = """
+import time
+
+time.sleep(20)
+
+
+def run(config, task, ctx):
+    return {"output": task.expected}
+"""
+
+
+def test_a_harness_that_does_not_import_in_time_leaves_its_attempts_unscored(
+        make_bench: MakeBench, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A module blocked at import (a server it waits for) must not hold the evaluation:
+    # each worker gets READY_TIMEOUT_S to import it, then its attempts are lost.
+    from forge.executors import process
+
+    monkeypatch.setattr(process, "READY_TIMEOUT_S", 1.0)
+    bench = load_bench(make_bench(SLOW_IMPORT_HARNESS))
+    started = time.monotonic()
+    result = evaluate(bench, bench.defaults, executor=PROCESS)
+    assert time.monotonic() - started < 15
+    attempts = [a for t in result.tasks for a in t.attempts]
+    assert attempts and not any(a.scored for a in attempts)
+    assert {a.error for a in attempts} == {"worker did not load the harness within 1 s"}
+
+
 HANGING_HARNESS = """
 import time
 
