@@ -27,7 +27,7 @@ from forge.executors import AttemptKey, Executor, LocalExecutor, Prepared
 from forge.harness.base import AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.results.model import AttemptResult, StopReason
 from forge.scorers.base import Score, Scorer
-from forge.secrets.masking import redact
+from forge.secrets.masking import redact, redact_model
 
 __all__ = ["AttemptKey", "RolloutEngine", "derive_seed"]
 
@@ -180,6 +180,10 @@ class _Batch:
     def finish(self, p: Prepared, stop: StopReason, error: str | None = None,
                output: RunOutput | None = None, score: Score | None = None) -> AttemptResult:
         duration = (p.end if p.end is not None else time.monotonic()) - p.start
+        # Masked here, once: metric names, signals and tool calls are shown from memory
+        # (tables, the live view) as well as written.
+        output = None if output is None else redact_model(output)
+        score = None if score is None else redact_model(score)
         return AttemptResult.model_construct(
             task_id=p.key.task.id, attempt=p.key.attempt, seed=p.seed, stop_reason=stop,
             error=_clip(error), duration_s=duration, output=output, score=score,
