@@ -96,16 +96,26 @@ def run(config, task, ctx):
 """
 
 
-def test_a_metric_named_after_a_key_is_masked_on_the_terminal(
-        make_bench: MakeBench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def eval_echo(make_bench: MakeBench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str], harness: str
+              ) -> tuple[str, Path, Path, str, str]:
+    """``forge eval --save`` of a bench whose harness echoes FORGE_HARNESS_TOKEN, a
+    registered key: (key, bench, result file, stdout, stderr)."""
     key = new_key()
     monkeypatch.setenv("FORGE_HARNESS_TOKEN", key)
     register_secret(key, name="FORGE_HARNESS_TOKEN")
-    bench = make_bench(METRIC_NAMED_AFTER_THE_KEY)
+    bench = make_bench(harness)
     result = tmp_path / "result.json"
     code, out, err = run_forge(capsys, "eval", bench, "--save", result)
     assert code == 0, err
+    return key, bench, result, out, err
+
+
+def test_a_metric_named_after_a_key_is_masked_on_the_terminal(
+        make_bench: MakeBench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    key, bench, result, out, err = eval_echo(make_bench, tmp_path, monkeypatch, capsys,
+                                             METRIC_NAMED_AFTER_THE_KEY)
     assert "lat_***" in out  # the table's row, named as the saved result names it
     assert_no_window(out + err, key, "eval's table")
     saved = result.read_text(encoding="utf-8")
@@ -148,13 +158,7 @@ def run(config, task, ctx):
 def test_a_zero_width_echo_reaches_no_result(make_bench: MakeBench, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    key = new_key()
-    monkeypatch.setenv("FORGE_HARNESS_TOKEN", key)
-    register_secret(key, name="FORGE_HARNESS_TOKEN")
-    bench = make_bench(ZERO_WIDTH)
-    result = tmp_path / "result.json"
-    code, out, err = run_forge(capsys, "eval", bench, "--save", result)
-    assert code == 0, err
+    key, _, result, out, err = eval_echo(make_bench, tmp_path, monkeypatch, capsys, ZERO_WIDTH)
     saved = json.loads(result.read_text(encoding="utf-8"))
     outputs = [a["output"]["output"] for t in saved["tasks"] for a in t["attempts"]]
     assert outputs and all("***" in o for o in outputs)
