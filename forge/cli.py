@@ -20,6 +20,8 @@ from forge._util.interrupt import handling, received
 from forge.errors import EvaluationInterrupted, ForgeError, RunInterrupted, UserError
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     import typer
 
 __all__ = ["app", "main"]
@@ -81,10 +83,22 @@ def _second_signal() -> None:
     kill_live_groups()
 
 
+def _redacted_traceback(kind: type[BaseException], exc: BaseException,
+                        tb: TracebackType | None) -> None:
+    """The traceback of a crash (a bug of forge's), with the secrets masked: its message
+    may quote what a harness or a service gave back."""
+    import traceback
+
+    from forge.secrets.masking import redact
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, exc, tb))))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input is one line and exit 2; running out of memory is one line
     and exit 1; SIGINT exits 130, SIGTERM 143, each once everything forge started has
     stopped (:mod:`forge._util.interrupt`)."""
+    sys.excepthook = _redacted_traceback
     with handling(on_second=_second_signal):
         try:
             return _run(argv)
@@ -125,16 +139,19 @@ def _invoke(argv: list[str] | None) -> Any:
 
 def _run(argv: list[str] | None) -> int:
     from forge.commands.common import err
+    from forge.secrets.masking import redact
 
     try:
         result = _invoke(argv)
     except RunInterrupted:
         raise
     except UserError as exc:
-        err.print(f"forge: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        # Redacted: a message may quote a value a harness or service gave back.
+        err.print(redact(f"forge: error: {exc}"), highlight=False, markup=False,
+                  soft_wrap=True)
         return 2
     except ForgeError as exc:
-        err.print(f"forge: {exc}", highlight=False, markup=False, soft_wrap=True)
+        err.print(redact(f"forge: {exc}"), highlight=False, markup=False, soft_wrap=True)
         return 1
     except Exception as exc:
         if not _usage_error(exc):

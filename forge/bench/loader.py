@@ -3,7 +3,9 @@
 ``load_bench`` validates everything a run will need before any rollout starts: the
 registry and default config, every split file (ids unique, no id or input shared
 between splits), the scorer and the harness (imported now, so a broken import is
-one clear line and not a thousand failed attempts).
+one clear line and not a thousand failed attempts). The credentials the scorer and the
+harness name (:meth:`~forge.core.spec.Plugin.secret_envs`) are registered as secrets
+here, so they are masked from the first byte any run writes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from forge.errors import BenchError, OptionError
 from forge.executors import EXECUTORS, Executor, ExecutorSettings, open_executor
 from forge.harness import HARNESSES, Harness
 from forge.scorers import SCORERS, Scorer
+from forge.secrets.masking import register_secret_envs
 from forge.sources import SOURCES
 
 __all__ = [
@@ -260,6 +263,9 @@ def load_bench(path: str | Path) -> Bench:
     scorer_spec = SCORERS.parse(spec.scorer, ctx.at("scorer"))
     scorer = SCORERS.build(scorer_spec, ctx.at("scorer"))
     harness = HARNESSES.build(harness_spec, ctx.at("harness"))
+    # Now, before anything runs: a judge reads its key at its first call, after the
+    # first attempts (whose errors may echo that key) have been written.
+    register_secret_envs((*scorer.secret_envs(), *harness.secret_envs()))
     return Bench(path=bench_path, spec=spec, registry=registry, defaults=defaults, splits=splits,
                  harness_spec=harness_spec, scorer_spec=scorer_spec, _scorer=scorer,
                  _harness_identity=harness.identity, _doc=doc)

@@ -10,6 +10,9 @@ Every pluggable kind follows one pattern:
   the ``@REGISTRY.register(name)`` decorator, next to its definition;
 - each plugin class has a pydantic ``options_model`` (its arguments) and ``from_args``,
   the factory the registry calls with the arguments of a :class:`Spec`;
+- a plugin whose options name environment variables holding credentials says which in
+  :meth:`Plugin.secret_envs`: whoever builds it (the bench loader, the search's
+  proposer) registers their values as secrets before anything runs;
 - a :class:`Spec` (name + arguments) is what journals and results store, and what
   :meth:`PluginRegistry.build` turns back into the object.
 
@@ -116,6 +119,17 @@ class Plugin:
     def from_args(cls, args: dict[str, Any], ctx: BuildContext) -> Self:
         cls.options_model.model_validate(args)
         return cls()
+
+    def secret_envs(self) -> tuple[str, ...]:
+        """The environment variables whose values this plugin uses as credentials (API
+        keys, tokens, headers): none by default.
+
+        Whoever builds the plugin registers them (:func:`forge.secrets.masking.
+        register_secret_envs`) at once, so a key is masked from the first byte forge
+        writes, not from the plugin's first use of it (a judge is first called after
+        the first attempt has been written; a harness may echo its key before that).
+        """
+        return ()
 
 
 P = TypeVar("P", bound=Plugin)

@@ -27,7 +27,7 @@ from forge.executors import AttemptKey, Executor, LocalExecutor, Prepared
 from forge.harness.base import AttemptContext, AttemptTimeout, Harness, RunOutput
 from forge.results.model import AttemptResult, StopReason
 from forge.scorers.base import Score, Scorer
-from forge.secrets.masking import redact
+from forge.secrets.masking import redact, redact_model
 
 __all__ = ["AttemptKey", "RolloutEngine", "derive_seed"]
 
@@ -187,6 +187,10 @@ class _Batch:
             stop, output, score = "timeout", None, None
             error = (f"no result within {self.timeout_s:g} s "
                      f"(the attempt overran: it ended after {duration:.2f} s)")
+        # Masked here, once: metric names, signals and tool calls are shown from memory
+        # (tables, the live view) as well as written.
+        output = None if output is None else redact_model(output)
+        score = None if score is None else redact_model(score)
         return AttemptResult.model_construct(
             task_id=p.key.task.id, attempt=p.key.attempt, seed=p.seed, stop_reason=stop,
             error=_clip(error), duration_s=duration, output=output, score=score,

@@ -77,6 +77,9 @@ class RemoteAgentHarness(Harness):
                   if settings.serve is not None else None)
         return headers, served
 
+    def secret_envs(self) -> tuple[str, ...]:
+        return tuple(self.settings.headers_from_env.values())
+
     def remote_identity(self, extra: dict[str, Any]) -> str:
         """The url as written, header names and variables (never a value), the served
         program, and the protocol's own settings (as a digest)."""

@@ -140,6 +140,9 @@ class AcpHarness(Harness):
     def identity(self) -> str:
         return self._identity
 
+    def secret_envs(self) -> tuple[str, ...]:
+        return tuple(self.options.secrets)
+
     async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> RunOutput:
         from forge.harness import _acp_session as session
         from forge.harness._acp_turn import Turn

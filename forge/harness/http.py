@@ -138,6 +138,9 @@ class HttpHarness(Harness):
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
+    def secret_envs(self) -> tuple[str, ...]:
+        return tuple(self.settings.headers_from_env.values())
+
     @property
     def identity(self) -> str:
         s = self.settings

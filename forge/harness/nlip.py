@@ -98,6 +98,10 @@ class NlipHarness(RemoteAgentHarness):
         super().__init__(settings, {**headers, "Content-Type": "application/json"}, *args)
         self._token = token
 
+    def secret_envs(self) -> tuple[str, ...]:
+        token = self.settings.token_from_env
+        return (*super().secret_envs(), *((token,) if token is not None else ()))
+
     @property
     def identity(self) -> str:
         s = self.settings

@@ -166,6 +166,9 @@ class OpenAIHarness(Harness):
     def identity(self) -> str:
         return self._identity
 
+    def secret_envs(self) -> tuple[str, ...]:
+        return (self.settings.api_key_env,)
+
     async def run(self, config: dict[str, Any], task: Task, ctx: AttemptContext) -> RunOutput:
         s, variant = self._run_settings(config)
         messages: list[dict[str, Any]] = [

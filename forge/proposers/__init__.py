@@ -45,6 +45,7 @@ from forge.proposers.llm import LLMProposer
 from forge.proposers.optuna_ranked import OptunaProposer
 from forge.proposers.reflect import ReflectProposer
 from forge.proposers.sweep import SweepProposer
+from forge.secrets.masking import register_secret_envs
 
 __all__ = [
     "PROPOSERS",
@@ -72,4 +73,8 @@ def build_proposer(name: str, *, registry: Registry, run_dir: Path | None, seed:
     """
     ctx = ProposerContext(base_dir=run_dir if run_dir is not None else Path.cwd(),
                           field="proposer", registry=registry, run_dir=run_dir, seed=seed)
-    return PROPOSERS.build(Spec(name=name, args=dict(options or {})), ctx)
+    proposer = PROPOSERS.build(Spec(name=name, args=dict(options or {})), ctx)
+    # The search builds its proposer before the start config runs: its key is masked
+    # from then on, as the bench's are from the bench's loading.
+    register_secret_envs(proposer.secret_envs())
+    return proposer

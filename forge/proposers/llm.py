@@ -243,6 +243,10 @@ class LLMProposer(Proposer):
         return cls(run.registry, endpoint, run_dir=run.run_dir,
                    temperature=options.temperature, max_tokens=options.max_tokens)
 
+    def secret_envs(self) -> tuple[str, ...]:
+        key = self.endpoint.api_key_env
+        return (key,) if key else ()
+
     def journal_form(self) -> dict[str, Any]:
         """What run.json records about this proposer: which model, how asked (no key)."""
         return {"endpoint": self.endpoint.identity, "base_url": self.endpoint.base_url,

@@ -74,6 +74,9 @@ class _Composite(Scorer):
     @property
     def digest(self) -> str:
         return self._digest
+
+    def secret_envs(self) -> tuple[str, ...]:
+        return tuple(name for c in self.children for name in c.scorer.secret_envs())
     def score(self, task: Task, output: RunOutput) -> Score | Awaitable[Score]:
         results: list[Score | Awaitable[Score]] = []
         try:

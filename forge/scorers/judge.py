@@ -169,6 +169,9 @@ class JudgeScorer(Scorer):
     def digest(self) -> str:
         return self._digest
 
+    def secret_envs(self) -> tuple[str, ...]:
+        return (self.options.api_key_env,)
+
     def messages(self, task: Task, output: RunOutput, *, nonce: str | None = None
                  ) -> list[dict[str, str]]:
         """The chat messages for one verdict.

@@ -2,18 +2,23 @@
 
 Every piece that takes a credential from the environment (the HTTP harness's
 ``headers_from_env``, the OpenAI harness, the LLM judge and proposer) reads it with
-:func:`secret_from_env`, which registers the value. Every place where forge writes
-(the search journal and ``run.json``, the attempt store, saved results, the runtime
-journal, the HTML report, attempt error texts) passes its text through
-:func:`redact`, which replaces each registered value with ``***``. Log records are
-redacted as they are made (see :func:`register_secret`).
+:func:`secret_from_env`, which registers the value; a plug-in names those variables in
+:meth:`~forge.core.spec.Plugin.secret_envs`, registered (:func:`register_secret_envs`)
+when the bench is loaded or the proposer built, before anything runs. Every place
+where forge writes (the search journal and ``run.json``, the attempt store, saved
+results, the runtime journal, the HTML report, attempt error texts, error lines)
+passes its text through :func:`redact`, which replaces each registered value with
+``***``; what a harness returned is masked as its attempt is recorded
+(:func:`redact_model`), so tables and the live view show it masked too. Log records
+are redacted as they are made (see :func:`register_secret`).
 
 What is masked: the value in each of its forms (as written, JSON-escaped, in a
 Python ``repr``, HTML-escaped, percent-encoded with upper- or lower-case hex, base64
 standard and urlsafe, with or without padding), and, for a value of
 :data:`MIN_PIECE_CHARS` (12) characters or more, every *piece* of one of those forms:
 12 or more of its characters in a row, also with whitespace (or the ``\n``, ``\r``,
-``\t`` escapes of JSON) between them, and its base64 inside a longer base64 blob at
+``\t`` escapes of JSON) or invisible characters (format characters such as zero-width
+spaces and soft hyphens, raw or escaped) between them, and its base64 inside a longer base64 blob at
 any byte alignment. A service that echoes 40 of a key's 48 characters, wraps it over
 lines or base64-encodes it with other bytes is masked as well as one that echoes it
 whole (:mod:`forge.secrets.pieces` says how, in a few milliseconds per megabyte).
@@ -61,10 +66,12 @@ import os
 import re
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus
+
+from pydantic import BaseModel
 
 from forge.secrets.pieces import (
     MIN_PIECE_CHARS,
@@ -84,11 +91,16 @@ __all__ = [
     "clear_secrets",
     "clip",
     "redact",
+    "redact_model",
     "register_secret",
+    "register_secret_envs",
     "secret_from_env",
+    "secrets_registered",
 ]
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
 
 #: What a secret is replaced with.
 MASK = "***"
@@ -145,6 +157,35 @@ def secret_from_env(name: str) -> str | None:
         return None
     register_secret(value, name=name)
     return value
+
+
+def register_secret_envs(names: Iterable[str]) -> None:
+    """Register the value of each variable in ``names`` that is set (a plugin's
+    :meth:`~forge.core.spec.Plugin.secret_envs`): called when the plugin is built, so
+    its credentials are masked before anything it or its neighbours write."""
+    for name in names:
+        secret_from_env(name)
+
+
+def redact_model(model: M) -> M:
+    """``model`` with every registered secret masked in all its text, names and keys
+    included (a metric named after a key, a tool call's arguments), as the files forge
+    writes show it; ``model`` itself when there was nothing to mask. For what is shown
+    from memory (the terminal's tables, the live view), not only written."""
+    if not _state.needles:
+        return model
+    try:
+        text = model.model_dump_json()
+        clean = redact(text)
+        return model if clean == text else type(model).model_validate_json(clean)
+    except ValueError:  # content JSON cannot hold: no file can show it either
+        return model
+
+
+def secrets_registered() -> bool:
+    """Whether any secret is registered: a caller with work to do before :func:`redact`
+    (serialising a structure) skips it when there is nothing to mask."""
+    return bool(_state.needles)
 
 
 def register_secret(value: str, *, name: str | None = None) -> bool:

@@ -6,14 +6,17 @@ first 40 of 48 characters, wraps it over lines, base64-encodes it inside a large
 blob, percent-encodes it in a URL. :func:`forge.secrets.masking.redact` masks every run of
 :data:`MIN_PIECE_CHARS` or more characters that is a piece of a form of a secret,
 where runs of whitespace (and the escapes ``\\n``, ``\\r``, ``\\t`` a JSON or Python
-string writes for them) between its characters are skipped: the whole run, from the
-piece's first character to its last, is masked.
+string writes for them) and of invisible characters (:data:`INVISIBLE_RANGES`, raw or
+as the ``\\u200b``, ``\\xad``, ``\\U000e0041`` escapes JSON and Python write) between its
+characters are skipped: the whole run, from the piece's first character to its last,
+is masked.
 
 How it stays fast (``redact`` runs on every attempt's output, every journal line):
 
 - the text is made one byte per character (``encode("ascii", "replace")``: a character
-  that is not ASCII becomes one ``?``, so offsets hold) and stripped of whitespace and
-  of those escapes by ``re.sub`` and ``bytes.translate``, at C speed;
+  that is not ASCII becomes one ``?``, so offsets hold; a text that is not all ASCII
+  goes through numpy instead, which also marks its invisible characters) and stripped
+  of whitespace and of those escapes by ``re.sub`` and ``bytes.translate``, at C speed;
 - every 12 characters in a row of the stripped text hold one of its 8-byte grams
   starting at a multiple of 4 (4 + 8 - 1 = 11 < 12). Those grams, read as 64-bit
   integers through a strided numpy view, are hashed into a bitmap of the grams of
@@ -33,11 +36,12 @@ import base64
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_PIECE_CHARS", "PieceIndex", "encoded_forms", "findable_in_pieces", "lower_hex",
-           "stripped_len"]
+__all__ = ["INVISIBLE_RANGES", "MIN_PIECE_CHARS", "PieceIndex", "encoded_forms",
+           "findable_in_pieces", "lower_hex", "stripped_len"]
 
 #: A run of this many characters of a secret's form is masked wherever it is.
 #: Shorter runs are ordinary text too often (``"the "``, a word of a base64 blob).
@@ -59,13 +63,101 @@ _NUMBER_LIKE = re.compile(rb"[0-9+\-.eE]+")
 #: Backslash escapes a mask must not cut in two (JSON and Python strings): their length.
 _ESCAPE_LEN = {"u": 6, "x": 4, "U": 10}
 
+#: Characters that show nothing, skipped between a piece's characters like whitespace: a
+#: key with zero-width spaces or soft hyphens between its characters reads, and copies,
+#: as the key. Every format character (Unicode category Cf: zero-width space, joiners,
+#: soft hyphen, direction marks, BOM, tags; tests/secrets check the list against this
+#: Python's Unicode tables) and the invisible combining ones (the grapheme joiner and
+#: the variation selectors).
+INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C),
+    (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F), (0xE0100, 0xE01EF))
+_SKIPPED = 0x1F  # what an invisible character becomes: a byte of _WHITESPACE
+_INVISIBLE_BMP = np.zeros(0x10000, dtype=bool)
+for _first, _last in INVISIBLE_RANGES:
+    _INVISIBLE_BMP[_first:min(_last, 0xFFFF) + 1] = True
+_INVISIBLE_ASTRAL = [(a, b) for a, b in INVISIBLE_RANGES if a > 0xFFFF]
+
+
+_UPPER_HEX = str.maketrans("abcdef", "ABCDEF")
+
+
+def _escapes_of(code: int) -> list[str]:
+    """How JSON and Python strings write ``code`` in ASCII (without the backslash), in
+    lower- and upper-case hex: ``\\xad``, ``\\u200b``, ``\\U000e0041`` and JSON's surrogate
+    pair ``\\udb40\\udc41``."""
+    if code <= 0xFF:
+        forms = [f"x{code:02x}", f"u{code:04x}"]
+    elif code <= 0xFFFF:
+        forms = [f"u{code:04x}"]
+    else:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms = [f"U{code:08x}", f"u{high:04x}\\u{low:04x}"]
+    return [f for form in forms for f in {form, form.translate(_UPPER_HEX)}]
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regular expression matching exactly ``words``, as a trie: at each backslash of a
+    text the engine follows one branch, not every word in turn."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items())
+                    if char]
+        if not branches:
+            return ""
+        if len(branches) == 1 and "" not in node:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+
+    return emit(trie)
+
+
+_INVISIBLE_ESCAPES = re.compile(rb"\\" + _trie_pattern(
+    [e for a, b in INVISIBLE_RANGES for code in range(a, b + 1) for e in _escapes_of(code)]
+).encode("ascii"))
+
+
+def _spaces(match: re.Match[bytes]) -> bytes:
+    return b" " * (match.end() - match.start())
+
+
+def _non_ascii(text: str) -> bytes:
+    """``text`` with a ``?`` per character that is not ASCII, and a skipped byte per
+    invisible one; vectorised (a regular expression of the ranges took 100 ms a MB)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    out = codes.astype(np.uint8)
+    at = np.flatnonzero(codes >= 0x80)  # most of a text is ASCII: only these are looked up
+    out[at] = ord("?")
+    found = codes[at]
+    invisible = _INVISIBLE_BMP[np.minimum(found, 0xFFFF)]
+    astral = found > 0xFFFF
+    if astral.any():
+        invisible[astral] = False  # the table's last entry stood for them
+        beyond = found[astral]
+        invisible[astral] = np.logical_or.reduce(
+            [(beyond >= first) & (beyond <= last) for first, last in _INVISIBLE_ASTRAL])
+    out[at[invisible]] = _SKIPPED
+    return out.tobytes()
+
 
 def _one_byte_each(text: str) -> bytes:
-    """``text`` with a byte per character and the skipped escapes made spaces (so that
-    offsets hold)."""
-    data = text.encode("ascii", "replace")
+    """``text`` with a byte per character and what is skipped (the escapes of newline,
+    carriage return and tab; invisible characters and their escapes) made whitespace
+    (so that offsets hold)."""
+    data = text.encode("ascii", "replace") if text.isascii() else _non_ascii(text)
     if b"\\" in data:
         data = _ESCAPES.sub(b"  ", data)
+        data = _INVISIBLE_ESCAPES.sub(_spaces, data)
     return data
 
 
