@@ -53,7 +53,7 @@ def journals(out: Path) -> int:
     """The three fixed-seed searches, run by the forge first on the path."""
     procs = [subprocess.Popen([sys.executable, "-m", "forge", "search", *args, "--seed", "7",
                                "--run-id", f"fixed-{name}", "--journals", str(out), "--json"],
-                              cwd=ROOT, stdout=subprocess.DEVNULL)
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for name, args in SEARCHES.items()]
     return max(p.wait() for p in procs)
 

@@ -18,6 +18,7 @@ from forge.journal.jsonl import JsonlAppender, cut_torn_tail, read_jsonl_toleran
 from forge.journal.records import AnyRecord, parse_record
 from forge.journal.run import write_error
 from forge.secrets.masking import redact
+from forge.secrets.structured import redacted
 
 __all__ = ["JournalWriter", "read_journal", "read_records"]
 
@@ -65,7 +66,10 @@ class JournalWriter:
         stamped = record.model_copy(update={"at": datetime.now(UTC)})
         # Round-trip through JSON so that the comparison sees what a reader would see,
         # secrets redacted as they are on disk.
-        data = json.loads(redact(json.dumps(stamped.journal_json(), allow_nan=False)))
+        text = json.dumps(stamped.journal_json(), allow_nan=False)
+        data = json.loads(text)
+        if redact(text) != text:  # masked as data: the record's own words are kept
+            data = redacted(type(record), data)
         stored = cast(_R, type(record).model_validate(data))
         if self._position < len(self._existing):
             line, old = self._existing[self._position]

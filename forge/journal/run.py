@@ -32,7 +32,7 @@ from forge.errors import JournalError
 from forge.executors import ExecutorSettings
 from forge.journal.lock import exclusive
 from forge.journal.records import JOURNAL_FORMAT_VERSION, READABLE_VERSIONS
-from forge.secrets.masking import redact
+from forge.secrets.structured import redacted_json
 
 __all__ = [
     "DEFAULT_JOURNALS",
@@ -181,7 +181,7 @@ def load_run(folder: Path) -> RunInfo:
 def write_run(folder: Path, info: RunInfo) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(folder / "run.json", redact(info.model_dump_json(indent=2)) + "\n")
+        atomic_write_text(folder / "run.json", redacted_json(info, indent=2) + "\n")
     except OSError as exc:
         raise JournalError(f"cannot write: {exc.strerror or exc}",
                            file=exc.filename or folder / "run.json") from None

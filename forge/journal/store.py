@@ -38,6 +38,7 @@ from forge.journal.jsonl import JsonlAppender, cut_torn_tail, read_jsonl_toleran
 from forge.journal.run import write_error
 from forge.results.model import AttemptResult
 from forge.secrets.masking import redact
+from forge.secrets.structured import redacted
 
 if TYPE_CHECKING:
     from forge.journal.review import RunRecords
@@ -172,8 +173,13 @@ def store_bytes(lines: Sequence[str]) -> bytes:
 
 def attempt_line(config: str, stream: str, result: AttemptResult) -> str:
     """One stored attempt as the store writes it (secrets redacted)."""
-    return redact(json.dumps({"config": config, "stream": stream,
-                              "result": result.model_dump(mode="json")}))
+    line = json.dumps({"config": config, "stream": stream,
+                       "result": result.model_dump(mode="json")})
+    if redact(line) == line:
+        return line
+    # Masked as data, so that the line still loads (forge.secrets.structured).
+    return json.dumps({"config": redact(config), "stream": redact(stream),
+                       "result": redacted(AttemptResult, result.model_dump(mode="json"))})
 
 
 class AttemptStore:

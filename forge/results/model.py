@@ -29,7 +29,7 @@ from forge.errors import ResultFileError
 from forge.harness.base import RunOutput
 from forge.results.reasons import count_reasons, unscored_label
 from forge.scorers.base import Score
-from forge.secrets.masking import redact
+from forge.secrets.structured import redacted_json
 
 __all__ = [
     "FORMAT_VERSION",
@@ -369,7 +369,7 @@ def _mean_metrics(attempts: list[AttemptResult]) -> dict[str, float]:
 
 def save_result(result: EvalResult, path: str | Path) -> None:
     """Write the full result atomically: the old file stays whole until the new one is."""
-    atomic_write_text(path, redact(result.model_dump_json()) + "\n")
+    atomic_write_text(path, redacted_json(result) + "\n")
 
 
 def load_result(path: str | Path) -> EvalResult:
