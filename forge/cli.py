@@ -137,9 +137,16 @@ def _invoke(argv: list[str] | None) -> Any:
     return result
 
 
+def _masked(text: str) -> str:
+    """``text`` with the secrets masked. Imported on an error only: the masks pull numpy
+    in, which ``forge --version`` and ``--help`` do not need."""
+    from forge.secrets.masking import redact
+
+    return redact(text)
+
+
 def _run(argv: list[str] | None) -> int:
     from forge.commands.common import err
-    from forge.secrets.masking import redact
 
     try:
         result = _invoke(argv)
@@ -147,11 +154,11 @@ def _run(argv: list[str] | None) -> int:
         raise
     except UserError as exc:
         # Redacted: a message may quote a value a harness or service gave back.
-        err.print(redact(f"forge: error: {exc}"), highlight=False, markup=False,
+        err.print(_masked(f"forge: error: {exc}"), highlight=False, markup=False,
                   soft_wrap=True)
         return 2
     except ForgeError as exc:
-        err.print(redact(f"forge: {exc}"), highlight=False, markup=False, soft_wrap=True)
+        err.print(_masked(f"forge: {exc}"), highlight=False, markup=False, soft_wrap=True)
         return 1
     except Exception as exc:
         if not _usage_error(exc):
