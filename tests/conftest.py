@@ -472,16 +472,22 @@ def forget_bench_harness(bench: Path) -> Any:
     return _forget
 
 
-def answered(fetch: Any, session: Any) -> tuple[Any, list[Any]]:
+def answered(fetch: Any, session: Any, budget: Any = None) -> tuple[Any, list[Any]]:
     """Run a search part (a :data:`~forge.search.attempt_cache.Fetch`) to its end, each
-    rollout request answered on ``session`` as the search's driver does; its value and
-    the requests, in order."""
+    rollout request answered on ``session`` and each permit by ``budget`` (every one
+    granted without), as the search's driver does; its value and the requests, in
+    order."""
+    from forge.search.attempt_cache import Permit
+
     requests: list[Any] = []
     try:
-        request = next(fetch)
+        asked = next(fetch)
         while True:
-            requests.append(request)
-            request = fetch.send(request.run(session))
+            if isinstance(asked, Permit):
+                asked = fetch.send(budget is None or budget.grants(asked))
+                continue
+            requests.append(asked)
+            asked = fetch.send(asked.run(session))
     except StopIteration as done:
         return done.value, requests
 

@@ -19,18 +19,14 @@ reach the file or pipe the caller reads, and the rest is still shown, on stderr.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
-from typing import ParamSpec, TextIO, TypeVar
+from collections.abc import Iterator
+from typing import TextIO
 
 from forge._util.printed import stdout_router
 
-__all__ = ["document", "json_stdout", "stdout_for_json"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["document", "json_stdout"]
 
 #: Where the JSON document goes while :func:`json_stdout` holds stdout.
 _document: TextIO | None = None
@@ -69,18 +65,6 @@ def json_stdout(enabled: bool = True) -> Iterator[None]:
         if kept is not None:
             document_stream.close()  # not the descriptor (closefd=False): restored next
             _restore_descriptor(original, kept)
-
-
-def stdout_for_json(command: Callable[P, R]) -> Callable[P, R]:
-    """A command whose ``as_json`` option, when true, holds stdout for its JSON value
-    from its first line to its last (:func:`json_stdout`): the bench's harness is
-    imported, and its attempts run, within it."""
-    @functools.wraps(command)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        with json_stdout(bool(kwargs.get("as_json"))):
-            return command(*args, **kwargs)
-
-    return run
 
 
 def _keep_descriptor(stream: TextIO) -> int | None:

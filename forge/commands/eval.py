@@ -26,7 +26,7 @@ from rich.text import Text
 from forge._util.bounds import MAX_K
 from forge.bench.loader import Bench, check_attempts, load_bench
 from forge.ci.unscored import ShareSide, reasons_text
-from forge.commands._stdout import stdout_for_json
+from forge.commands._stdout import json_stdout
 from forge.commands.common import (
     ExecutorFlags,
     ExecutorOption,
@@ -52,7 +52,6 @@ from forge.stats.power import Power, estimate_power
 __all__ = ["eval_command", "register"]
 
 
-@stdout_for_json  # a harness that prints cannot break the JSON
 def eval_command(
     bench_path: Annotated[Path, typer.Argument(metavar="BENCH",
                                                help="bench file or folder with bench.yaml")],
@@ -82,39 +81,42 @@ def eval_command(
     ray_connect_timeout: RayConnectTimeoutOption = None,
 ) -> None:
     """Evaluate one config on one split: K attempts per task, scored."""
-    bench = load_bench(bench_path)
-    config = _config(bench, config_file, assignments)
-    tasks = bench.tasks(split)  # a missing split is bad input before any progress bar appears
-    check_attempts(k or bench.spec.rollouts.k, len(set(task_ids)) if task_ids else len(tasks),
-                   split, option="-k")
-    if save is not None and save.is_dir():  # found now, not after the whole evaluation
-        raise OptionError(f"{save} is a folder; expected a file path", option="--save")
-    flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
-    settings = flags.over(bench.executor_settings(), whose="the bench's executor")
-    check_executor(settings, bench.harness_spec)
-    with flags.joining():
-        result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
-                                    concurrency=concurrency, timeout_s=timeout_s,
-                                    task_ids=task_ids, executor=settings, show=err.is_terminal)
-    if save is not None:
-        write_for_option("--save", save, save_result, result, save)
-    _printed_note(result, save)
-    failures = FailureTally.of(result.attempts, result.config_fingerprint)
-    power = _power(bench, result)
-    if as_json:
-        _print_json_summary(result, failures, power)
-    else:
-        out.print(summary_table(result))
-        for line in power_lines(power, tasks=f"{split} tasks", source="these tasks"):
-            out.print(line, highlight=False, soft_wrap=True)
-        # With nothing scored, the line below says more than "the scores rest on...".
-        for line in failure_lines(failures, warn=bool(result.n_scored)):
-            out.print(line, highlight=False, soft_wrap=True)
-        if per_task:
-            out.print(task_table(result))
+    # A harness that prints cannot break the JSON: stdout is the document's from the
+    # first line on (the bench's harness is imported, and its attempts run, within).
+    with json_stdout(as_json):
+        bench = load_bench(bench_path)
+        config = _config(bench, config_file, assignments)
+        tasks = bench.tasks(split)  # a missing split is bad input before any progress bar appears
+        check_attempts(k or bench.spec.rollouts.k, len(set(task_ids)) if task_ids else len(tasks),
+                       split, option="-k")
+        if save is not None and save.is_dir():  # found now, not after the whole evaluation
+            raise OptionError(f"{save} is a folder; expected a file path", option="--save")
+        flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
+        settings = flags.over(bench.executor_settings(), whose="the bench's executor")
+        check_executor(settings, bench.harness_spec)
+        with flags.joining():
+            result = _run_with_progress(bench, config, split=split, k=k, seed=seed,
+                                        concurrency=concurrency, timeout_s=timeout_s,
+                                        task_ids=task_ids, executor=settings, show=err.is_terminal)
         if save is not None:
-            out.print(f"saved {save}")
-    _fail_if_nothing_scored(result)
+            write_for_option("--save", save, save_result, result, save)
+        _printed_note(result, save)
+        failures = FailureTally.of(result.attempts, result.config_fingerprint)
+        power = _power(bench, result)
+        if as_json:
+            _print_json_summary(result, failures, power)
+        else:
+            out.print(summary_table(result))
+            for line in power_lines(power, tasks=f"{split} tasks", source="these tasks"):
+                out.print(line, highlight=False, soft_wrap=True)
+            # With nothing scored, the line below says more than "the scores rest on...".
+            for line in failure_lines(failures, warn=bool(result.n_scored)):
+                out.print(line, highlight=False, soft_wrap=True)
+            if per_task:
+                out.print(task_table(result))
+            if save is not None:
+                out.print(f"saved {save}")
+        _fail_if_nothing_scored(result)
 
 
 def _fail_if_nothing_scored(result: EvalResult) -> None:

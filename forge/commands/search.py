@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 
 from forge._util.interrupt import received
 from forge.bench.loader import BudgetSettings, load_bench
-from forge.commands._stdout import stdout_for_json
+from forge.commands._stdout import json_stdout
 from forge.commands.common import (
     ExecutorFlags,
     ExecutorOption,
@@ -69,7 +69,6 @@ _BUDGET_ROLLOUTS = typer.Option(
     help=_FIELDS["budget"].description)
 
 
-@stdout_for_json  # a harness that prints cannot break the JSON
 def search_command(
     bench_path: Annotated[Path | None, typer.Argument(
         metavar="BENCH", help="bench file or folder with bench.yaml")] = None,
@@ -104,46 +103,49 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="print only the result object")] = False,
 ) -> None:
     """Search for a better config: one move at a time, screened, confirmed and gated."""
-    from forge.report.live import LiveView, live_progress
+    # A harness that prints cannot break the JSON: stdout is the document's from the
+    # first line on (the bench's harness is imported, and its attempts run, within).
+    with json_stdout(as_json):
+        from forge.report.live import LiveView, live_progress
 
-    if executor is not None:
-        executor_class(executor)  # an unknown name, before anything is read
-    if PROPOSERS.get(proposer) is None:
-        raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
-                          option="--proposer")
-    flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
-    view = LiveView(err if as_json else out)
-    progress = None if as_json else live_progress(out, SearchProgress())  # None off a terminal
-    if resume is not None:
-        if from_runtime is not None:
-            raise OptionError("a resumed run keeps the first moves it started with; not "
-                              "with --resume", option="--from-runtime")
-        if no_test:
-            raise OptionError("a resumed run ends as it was started (with or without the "
-                              "test split); not with --resume", option="--no-test")
-        with flags.joining():
-            outcome = _resume(resume, journals, view, progress, flags)
-    else:
-        if bench_path is None:
-            raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
-        choices = {"max_steps": max_steps, "patience": patience,
-                   "budget_rollouts": budget_rollouts, "k": k, "seed": seed,
-                   "candidates_per_step": candidates_per_step, "run_test": not no_test}
-        with flags.joining():
-            outcome = _launch(bench_path, choices, _NewRun(
-                config_file=config_file, from_runtime=from_runtime, proposer=proposer,
-                executor=flags, run_id=run_id, journals=journals, as_json=as_json),
-                view, progress)
-    if as_json:
-        view.failures(outcome)  # on stderr, with the decisions
-        print_json(outcome.as_json())
-    else:
-        view.summary(outcome, _next_steps(outcome, journals))
-    failed = outcome.first_failure
-    if failed is not None:
-        # The search journaled its stop; the exit says it could not start.
-        raise StartFailed(outcome.run_id, task_id=failed.task_id, attempt=failed.attempt,
-                          stop=failed.stop, error=failed.error, unscored=failed.unscored)
+        if executor is not None:
+            executor_class(executor)  # an unknown name, before anything is read
+        if PROPOSERS.get(proposer) is None:
+            raise OptionError(f"expected one of {', '.join(PROPOSERS.names())}, got {proposer!r}",
+                              option="--proposer")
+        flags = ExecutorFlags(executor, workers, ray_address, ray_connect_timeout)
+        view = LiveView(err if as_json else out)
+        progress = None if as_json else live_progress(out, SearchProgress())  # None off a terminal
+        if resume is not None:
+            if from_runtime is not None:
+                raise OptionError("a resumed run keeps the first moves it started with; not "
+                                  "with --resume", option="--from-runtime")
+            if no_test:
+                raise OptionError("a resumed run ends as it was started (with or without the "
+                                  "test split); not with --resume", option="--no-test")
+            with flags.joining():
+                outcome = _resume(resume, journals, view, progress, flags)
+        else:
+            if bench_path is None:
+                raise OptionError("give a BENCH, or --resume RUN_ID", option="BENCH")
+            choices = {"max_steps": max_steps, "patience": patience,
+                       "budget_rollouts": budget_rollouts, "k": k, "seed": seed,
+                       "candidates_per_step": candidates_per_step, "run_test": not no_test}
+            with flags.joining():
+                outcome = _launch(bench_path, choices, _NewRun(
+                    config_file=config_file, from_runtime=from_runtime, proposer=proposer,
+                    executor=flags, run_id=run_id, journals=journals, as_json=as_json),
+                    view, progress)
+        if as_json:
+            view.failures(outcome)  # on stderr, with the decisions
+            print_json(outcome.as_json())
+        else:
+            view.summary(outcome, _next_steps(outcome, journals))
+        failed = outcome.first_failure
+        if failed is not None:
+            # The search journaled its stop; the exit says it could not start.
+            raise StartFailed(outcome.run_id, task_id=failed.task_id, attempt=failed.attempt,
+                              stop=failed.stop, error=failed.error, unscored=failed.unscored)
 
 
 @dataclass(frozen=True)

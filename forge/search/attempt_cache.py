@@ -9,13 +9,22 @@ It runs nothing itself: :meth:`AttemptCache.fetch` is a generator that yields a
 :class:`RolloutRequest` for the attempts the store lacks and takes their results back,
 so that the search built on it is an ask/tell object (:class:`forge.search.Search`):
 whoever drives it runs each request where it likes.
+
+Nor does a part of the search hold the budget: before a batch it yields a
+:class:`Permit` (:func:`allowed`) and is sent whether the batch may run. Whoever drives
+the fetch answers it, the search from its :class:`~forge.search.budget.Budget`; so the
+race, the screening and the confirmation decide on evidence alone, and the budget is
+asked in one place. The cache is also the search's ledger: the rollouts, cost and wall
+time spent so far (:meth:`AttemptCache.totals`), which the budget reads and each
+candidate record journals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+import time
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from forge.bench.loader import Bench
 from forge.config.registry import Config
@@ -26,7 +35,7 @@ from forge.journal.store import AttemptStore
 from forge.results.failures import FailureTally
 from forge.results.model import AttemptResult, TaskAttempts
 
-__all__ = ["AttemptCache", "Fetch", "RolloutRequest", "drive"]
+__all__ = ["AttemptCache", "Fetch", "Grants", "Permit", "RolloutRequest", "allowed", "drive"]
 
 _T = TypeVar("_T")
 
@@ -47,17 +56,46 @@ class RolloutRequest:
                                 stream=self.stream)
 
 
-#: A part of the search that needs attempts: it yields requests, is sent each one's
-#: results, and returns its value (``yield from`` composes them).
-Fetch = Generator[RolloutRequest, Sequence[AttemptResult], _T]
+@dataclass(frozen=True)
+class Permit:
+    """A part of the search asks whether a batch of ``need`` new rollouts may run: with
+    the budget's slack (a chunk, which may finish past what is left), or ``whole`` (a
+    block run whole or not at all); answered True or False."""
+
+    need: int
+    whole: bool = False
+
+
+class Grants(Protocol):
+    """What answers a :class:`Permit` (the search's budget)."""
+
+    def grants(self, permit: Permit) -> bool: ...
+
+
+#: A part of the search that needs attempts: it yields requests and permits, is sent
+#: each request's results and each permit's answer, and returns its value (``yield
+#: from`` composes them).
+Fetch = Generator[RolloutRequest | Permit, Sequence[AttemptResult] | bool, _T]
+
+
+def allowed(need: int, *, whole: bool = False) -> Fetch[bool]:
+    """Whether a batch of ``need`` new rollouts may run (see :class:`Permit`): nothing
+    new always may, without asking."""
+    if not need:
+        return True
+    answer = yield Permit(need, whole)
+    return answer is True
 
 
 class AttemptCache:
     """Attempts for the search, from the store or run now; ``used`` counts requests."""
 
-    def __init__(self, bench: Bench, store: AttemptStore) -> None:
+    def __init__(self, bench: Bench, store: AttemptStore, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.bench = bench
         self.store = store
+        self._clock = clock
+        self._t0 = clock()
         self.used = 0
         self.cost = 0.0
         self.executed = 0
@@ -65,6 +103,15 @@ class AttemptCache:
         #: resumed search counts as an uninterrupted one did (forge.results.failures).
         self.failures = FailureTally()
         self._requested: set[tuple[str, str, str, int]] = set()
+
+    def elapsed(self) -> float:
+        """Seconds since the search began (the cache was made)."""
+        return self._clock() - self._t0
+
+    def totals(self) -> dict[str, float]:
+        """What a candidate record journals of the spending so far."""
+        return {"rollouts_total": self.used, "cost_total": self.cost,
+                "elapsed_s": self.elapsed()}
 
     def peek(self, config: Config, stream: str, tasks: Sequence[Task], attempts: Sequence[int]
              ) -> TaskAttempts:
@@ -115,17 +162,22 @@ class AttemptCache:
                         if self.store.get(fp, stream, t.id, i) is None)
         if missing:
             results = yield RolloutRequest(config, split, stream, missing)
+            assert not isinstance(results, bool), "a request is answered with results"
             self.store.add(fp, stream, list(results))
             self.executed += len(results)
         return self._counted(fp, stream, tasks, attempts)
 
 
-def drive(session: Session, fetch: Fetch[_T]) -> _T:
+def drive(session: Session, fetch: Fetch[_T], budget: Grants | None = None) -> _T:
     """Run ``fetch`` to its end, each request as it comes on ``session`` (one engine and
-    executor serve every batch, so worker processes and Ray actors start once)."""
+    executor serve every batch, so worker processes and Ray actors start once), each
+    permit answered by ``budget`` (every batch may run without one)."""
     try:
-        request = next(fetch)
+        asked = next(fetch)
         while True:
-            request = fetch.send(request.run(session))
+            if isinstance(asked, Permit):
+                asked = fetch.send(budget is None or budget.grants(asked))
+            else:
+                asked = fetch.send(asked.run(session))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]

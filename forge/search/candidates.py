@@ -245,7 +245,7 @@ class StepRunner:
             why=f"passed screening ({screened.test.effect:+.3f}), not confirmed: {why}",
             dev=DevBlock(screen=screened.block), rollouts=screened.rollouts,
             tasks_screened=screened.tasks, screening_rollouts=screened.rollouts,
-            **self.budget.totals()))
+            **self.rollouts.totals()))
 
     def _confirm_passed(self, step: int, incumbent: Config,
                         passed: list[tuple[Screen, CandidateHead]], tried: set[TriedKey],
@@ -296,7 +296,7 @@ class StepRunner:
             candidate=screened.candidate, level=level, dev_order=self.state.dev_order,
             screen_tasks=screened.tasks, look_tasks=self.state.chunk,
             val_order=self.state.val_order,
-            val_look_tasks=self.state.val_chunk, k=self.options.k, budget=self.budget,
+            val_look_tasks=self.state.val_chunk, k=self.options.k,
             fresh=range(self.attempts, 2 * self.attempts) if self.state.round else None,
             extension=self._extension()).run()
         self._record(head, screened, outcome)
@@ -346,7 +346,7 @@ class StepRunner:
             rollouts=screened.rollouts + outcome.rollouts, tasks_screened=screened.tasks,
             screening_rollouts=screened.rollouts, looks=outcome.looks,
             why="budget spent during confirmation" if outcome.status == "budget" else None,
-            **self.budget.totals()))
+            **self.rollouts.totals()))
 
 
 def _unconfirmed(promoted: Promoted | None, by_expansion: bool) -> str:

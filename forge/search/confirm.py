@@ -65,8 +65,7 @@ from forge.gates import (
 )
 from forge.gates.checks import GateResult
 from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import AttemptCache, Fetch
-from forge.search.budget import Budget
+from forge.search.attempt_cache import AttemptCache, Fetch, allowed
 from forge.search.confirm_outcome import (
     ConfirmOutcome,
     ImprovementReading,
@@ -106,25 +105,24 @@ class Confirmation:
     """The confirmation of ``candidate`` against ``incumbent`` (and ``start`` for the
     tolerances) at ``level``. :meth:`run` asks for the attempts it needs through
     ``rollouts`` and stops at the first look that decides, or when a look does not fit
-    ``budget``; ``extension`` is the block of fresh attempt indices a tolerance left
+    the budget; ``extension`` is the block of fresh attempt indices a tolerance left
     open may be read on (None: none).
 
-    Of ``budget`` it asks :meth:`~forge.search.budget.Budget.allows` before each chunk
-    and :meth:`~forge.search.budget.Budget.holds` before the extension block (run whole
-    or not at all); a chunk the budget refuses marks it spent and ends the confirmation
-    (the outcome's status is then ``budget``, as journaled). :meth:`run` is a
-    :data:`~forge.search.attempt_cache.Fetch`: a driver answers its rollout requests
-    (:meth:`~forge.search.attempt_cache.Rollouts.drive`, or an ask/tell loop)."""
+    Before each chunk it asks the budget for a :class:`~forge.search.attempt_cache.Permit`,
+    and before the extension block for one run whole or not at all; a chunk the budget
+    refuses (which marks it spent) ends the confirmation (the outcome's status is then
+    ``budget``, as journaled). :meth:`run` is a
+    :data:`~forge.search.attempt_cache.Fetch`: a driver answers its rollout requests and
+    permits (:func:`~forge.search.attempt_cache.drive`, or the search's ask/tell loop)."""
 
     def __init__(self, rollouts: AttemptCache, bench: Bench, *, incumbent: Config, start: Config,
                  candidate: Config, level: float, dev_order: Sequence[Task], screen_tasks: int,
                  look_tasks: int, val_order: Sequence[Task], val_look_tasks: int, k: int,
-                 budget: Budget, fresh: range | None = None,
+                 fresh: range | None = None,
                  extension: range | None = None) -> None:
         self.rollouts = rollouts
         self.bench = bench
         self.inc, self.start, self.cand = incumbent, start, candidate
-        self.budget = budget
         self.extension = extension if extension else None
         gates = bench.spec.gates
         # The dev plan: the tasks screening did not reach on block 0, then the screened
@@ -267,7 +265,7 @@ class Confirmation:
         configs = configs or self._configs(split)
         data = self.data if into is None else into
         need = sum(self.rollouts.unrequested(c, split, tasks, attempts) for c in configs)
-        if not self.budget.allows(need):
+        if not (yield from allowed(need)):
             return False
         before = self.rollouts.used
         for c in configs:
@@ -380,7 +378,7 @@ class Confirmation:
         self.extended = True
         plan = [*self.dev_plan, *self.val_plan]
         configs = [self.cand, self.start]
-        if not self._block_worth(plan, configs, extension):
+        if not (yield from self._block_worth(plan, configs, extension)):
             return False
         for chunk in plan:
             yield from self._fetch(chunk.split, chunk.tasks, extension, configs, look=False)
@@ -393,12 +391,12 @@ class Confirmation:
         return True
 
     def _block_worth(self, plan: list[Chunk], configs: list[Config], extension: range
-                     ) -> bool:
+                     ) -> Fetch[bool]:
         """Whether the budget holds the whole block and an open tolerance may plausibly
         pass on it (each asked in turn until one may: those asked are marked)."""
         need = sum(self.rollouts.unrequested(c, chunk.split, chunk.tasks, extension)
                    for chunk in plan for c in configs)
-        if not self.budget.holds(need):
+        if not (yield from allowed(need, whole=True)):
             return False
         block = sum(len(chunk.tasks) for chunk in plan) * len(extension)
         return any(self._may_extend(gate, block) for gate in self.aux.values() if gate.open)

@@ -119,16 +119,19 @@ def launch_search(bench_path: str | Path | Bench, *, options: SearchOptions | No
     probe = build_proposer(proposer, registry=bench.registry, run_dir=None, seed=options.seed)
     proposer_info = probe.journal_form()
     _check_k(bench, options.k)
-    info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
-                   bench_digest=bench.digest, registry_digest=bench.registry.digest,
-                   seed=options.seed,
-                   start_config=start.values, start_fingerprint=start.fingerprint,
-                   options=options.journal_form(proposer=proposer, proposer_info=proposer_info,
-                                                first_moves=list(first_moves or [])),
-                   created_at=datetime.now(UTC))
     # The executor opens first (a Ray cluster joined, within its bound): one that cannot
     # leaves no run folder behind.
     with open_session(bench, options) as session:
+        # The run's header is made where it is written: the options go from here to the
+        # journal once, then to the search.
+        info = RunInfo(run_id=run_id, bench=bench.name, bench_path=str(bench.path),
+                       bench_digest=bench.digest, registry_digest=bench.registry.digest,
+                       seed=options.seed,
+                       start_config=start.values, start_fingerprint=start.fingerprint,
+                       options=options.journal_form(
+                           proposer=proposer, proposer_info=proposer_info,
+                           first_moves=list(first_moves or [])),
+                       created_at=datetime.now(UTC))
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -61,7 +61,7 @@ from forge.proposers import Proposer
 from forge.proposers.base import EvaluatedConfig
 from forge.results.failures import failure_stop
 from forge.results.model import AttemptResult, TaskAttempts
-from forge.search.attempt_cache import AttemptCache, Fetch, RolloutRequest
+from forge.search.attempt_cache import AttemptCache, Fetch, Permit, RolloutRequest
 from forge.search.budget import Budget
 from forge.search.candidates import Promoted, RunState, StepRunner
 from forge.search.deferral import Deferrals
@@ -166,7 +166,7 @@ class Search:
             bench=self.bench, rollouts=self.rollouts, start=self.start,
             memory=self.memory, order=self.state.dev_order, chunk=self.state.chunk,
             k=self.options.k,
-            alpha=SCREEN_ALPHA, budget=self.budget, emit=self._emit,
+            alpha=SCREEN_ALPHA, emit=self._emit,
             standing=lambda metric: self.state.standing.get(metric, 0.0))
         self.ending = Ending(
             bench=self.bench, rollouts=self.rollouts, run_id=self.run_id, start=self.start,
@@ -203,11 +203,17 @@ class Search:
         self._asked = None
         self._advance(lambda fetch: fetch.send(results))
 
-    def _advance(self, step: Callable[[Fetch[SearchOutcome]], RolloutRequest]
+    def _advance(self, step: Callable[[Fetch[SearchOutcome]], RolloutRequest | Permit]
                  ) -> RolloutRequest | None:
-        assert self._fetch is not None
+        """The search run on to its next request (or its end), each permit a part asks
+        answered by the budget: the one place it is asked."""
+        fetch = self._fetch
+        assert fetch is not None
         try:
-            self._asked = step(self._fetch)
+            asked = step(fetch)
+            while isinstance(asked, Permit):
+                asked = fetch.send(self.budget.grants(asked))
+            self._asked = asked
         except StopIteration as done:
             self.outcome = done.value
         return self._asked

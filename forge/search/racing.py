@@ -37,8 +37,7 @@ from typing import Literal
 from forge.config.registry import Config
 from forge.core.task import Task
 from forge.results.model import TaskAttempts
-from forge.search.attempt_cache import AttemptCache, Fetch
-from forge.search.budget import Budget
+from forge.search.attempt_cache import AttemptCache, Fetch, allowed
 from forge.stats.paired import IDENTICAL_PAIRS, PairedTest, paired_test
 from forge.stats.pairs import score_deltas, score_pairs
 from forge.stats.sequential import hopeless
@@ -87,11 +86,12 @@ def _chunk_status(test: PairedTest, inc: TaskAttempts, cand: TaskAttempts, *, se
 
 
 def race(rollouts: AttemptCache, incumbent: Config, candidate: Config, order: Sequence[Task], *,
-         chunk: int, k: int, alpha: float, min_effect: float, budget: Budget,
+         chunk: int, k: int, alpha: float, min_effect: float,
          beyond: Beyond | None = None) -> Fetch[RaceOutcome]:
     """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
 
-    A chunk starts only while ``budget`` allows its new rollouts (:meth:`Budget.allows`).
+    A chunk starts only while the budget allows its new rollouts (a
+    :class:`~forge.search.attempt_cache.Permit` yielded to whoever drives the race).
     ``beyond(tasks)`` is asked after each chunk whether the first ``tasks`` tasks put an
     auxiliary tolerance out of reach.
     """
@@ -106,7 +106,7 @@ def race(rollouts: AttemptCache, incumbent: Config, candidate: Config, order: Se
     for index, tasks in enumerate(chunks):
         need = (rollouts.unrequested(candidate, "dev", tasks, attempts)
                 + rollouts.unrequested(incumbent, "dev", tasks, attempts))
-        if not budget.allows(need):
+        if not (yield from allowed(need)):
             status = "budget"
             break
         got_inc = yield from rollouts.fetch(incumbent, "dev", "dev", tasks, attempts)
@@ -150,7 +150,7 @@ def _below(farther: TaskAttempts, nearer: TaskAttempts) -> bool:
 
 def no_worse(rollouts: AttemptCache, incumbent: Config, nearer: Config, farther: Config,
              order: Sequence[Task], screened: RaceOutcome, *, chunk: int, k: int,
-             alpha: float, min_effect: float, budget: Budget, beyond: Beyond | None = None
+             alpha: float, min_effect: float, beyond: Beyond | None = None
              ) -> Fetch[RaceOutcome]:
     """Run ``farther`` on the tasks and attempts ``screened`` (``nearer``'s race against
     ``incumbent``) read, its first task and then a chunk at a time: ``pass`` when it
@@ -169,7 +169,7 @@ def no_worse(rollouts: AttemptCache, incumbent: Config, nearer: Config, farther:
     cuts = sorted({0, 1, *range(chunk, len(raced), chunk), len(raced)}) if raced else []
     for lo, hi in itertools.pairwise(cuts):
         tasks = raced[lo:hi]
-        if not budget.allows(rollouts.unrequested(farther, "dev", tasks, attempts)):
+        if not (yield from allowed(rollouts.unrequested(farther, "dev", tasks, attempts))):
             status = "budget"
             break
         got = yield from rollouts.fetch(farther, "dev", "dev", tasks, attempts)

@@ -34,7 +34,6 @@ from forge.journal.records import AnyRecord, CandidateRecord, DevBlock, GateReco
 from forge.proposers import Proposal
 from forge.results.model import TaskAttempts
 from forge.search.attempt_cache import AttemptCache, Fetch
-from forge.search.budget import Budget
 from forge.search.memory import MoveFate, MoveMemory, MoveNote
 from forge.search.racing import RaceOutcome, no_worse, race
 from forge.stats.paired import PairedTest, paired_test
@@ -87,7 +86,7 @@ class Screening:
 
     def __init__(self, *, bench: Bench, rollouts: AttemptCache, start: Config, memory: MoveMemory,
                  order: list[Task], chunk: int, k: int, alpha: float,
-                 budget: Budget, emit: Callable[[AnyRecord], Any],
+                 emit: Callable[[AnyRecord], Any],
                  standing: Callable[[str], float]) -> None:
         self.bench = bench
         self.rollouts = rollouts
@@ -97,7 +96,6 @@ class Screening:
         self.chunk = chunk
         self.k = k
         self.alpha = alpha
-        self.budget = budget
         self.emit = emit
         # The incumbent's regression of a metric against the start (0 for the start).
         self.standing = standing
@@ -113,7 +111,7 @@ class Screening:
         outcome = yield from race(
             self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
             k=attempts or self.k, alpha=self.alpha, min_effect=gates.min_effect,
-            budget=self.budget, beyond=lambda tasks: self._broken(candidate, tasks))
+            beyond=lambda tasks: self._broken(candidate, tasks))
         screen = Screen(proposal, candidate, outcome)
         t = outcome.test
         common = self._common(screen)
@@ -159,7 +157,7 @@ class Screening:
         outcome = yield from no_worse(
             self.rollouts, incumbent, nearer.candidate, candidate, self.order, nearer.race,
             chunk=self.chunk, k=attempts or self.k, alpha=self.alpha,
-            min_effect=self.bench.spec.gates.min_effect, budget=self.budget,
+            min_effect=self.bench.spec.gates.min_effect,
             beyond=lambda tasks: self._broken(candidate, tasks, confidence=0.5))
         screen = Screen(proposal, candidate, outcome)
         common = self._common(screen)
@@ -184,7 +182,7 @@ class Screening:
         outcome = screen.race
         return {"candidate": screen.candidate.fingerprint, "rollouts": outcome.rollouts,
                 "reused": outcome.reused, "tasks_screened": outcome.tasks,
-                "dev": DevBlock(screen=screen.block), **self.budget.totals()}
+                "dev": DevBlock(screen=screen.block), **self.rollouts.totals()}
 
     def _cut(self, screen: Screen, head: partial[CandidateRecord], common: dict[str, Any]
              ) -> Screen:

@@ -20,6 +20,7 @@ from forge.evaluation.session import Session
 from forge.executors import ExecutorSettings
 from forge.journal.run_store import RunStore
 from forge.proposers import SweepProposer
+from forge.search.attempt_cache import RolloutRequest
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 
@@ -34,10 +35,10 @@ def bench(tmp_path: Path) -> Bench:
                                          tasks=search_tasks(24, 16, 8)))
 
 
-def new_search(bench: Bench, folder: Path) -> Search:
+def new_search(bench: Bench, folder: Path, budget: BudgetSettings | None = None) -> Search:
     folder.mkdir(parents=True)
-    options = SearchOptions(max_steps=4, patience=4, budget=BudgetSettings(), k=2, seed=3,
-                            concurrency=2, timeout_s=10.0)
+    options = SearchOptions(max_steps=4, patience=4, budget=budget or BudgetSettings(), k=2,
+                            seed=3, concurrency=2, timeout_s=10.0)
     return Search(bench, bench.defaults, SweepProposer(), options, run_id="r",
                   store=RunStore.open(folder))
 
@@ -89,6 +90,27 @@ def test_results_that_do_not_answer_the_request_are_refused(
         assert search.ask() is request
         search.tell(request, results)
         assert search.ask() is not request
+
+
+def test_the_budget_is_answered_inside_the_search_and_stops_it_by_hand_as_by_run(
+        bench: Bench, tmp_path: Path) -> None:
+    # The parts ask the budget for a permit before each batch; the search answers them
+    # itself, so whoever drives it sees rollout requests only, and no more of them.
+    budget = BudgetSettings(rollouts=150)
+    ran = new_search(bench, tmp_path / "run", budget).run()
+    search = new_search(bench, tmp_path / "hand", budget)
+    with session(bench) as s:
+        search.begin()
+        while (request := search.ask()) is not None:
+            assert isinstance(request, RolloutRequest)
+            search.tell(request, request.run(s))
+    assert search.outcome is not None and search.outcome.stop_reason == "budget_rollouts"
+    assert ran.stop_reason == "budget_rollouts"
+    assert records(tmp_path / "hand") == records(tmp_path / "run")
+    # The search's decisions spent it to within the slack of one chunk of two configs
+    # (the end check, start against final, comes after the stop and is not budgeted).
+    spent = [r["rollouts_total"] for r in records(tmp_path / "hand") if "rollouts_total" in r]
+    assert spent and 150 - search.budget.slack <= max(spent) <= 150 + search.budget.slack
 
 
 def test_ask_before_begin_is_an_error(bench: Bench, tmp_path: Path) -> None:

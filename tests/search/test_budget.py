@@ -7,7 +7,7 @@ slack; a batch refused spends the budget; cost and wall time stop the search too
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import pytest
@@ -15,14 +15,6 @@ import pytest
 from forge.bench.loader import BudgetSettings
 from forge.search.attempt_cache import AttemptCache
 from forge.search.budget import Budget
-
-
-@dataclass
-class Spent:
-    """What the budget reads of the attempt cache: rollouts and cost counted so far."""
-
-    used: int = 0
-    cost: float = 0.0
 
 
 class Clock:
@@ -33,11 +25,25 @@ class Clock:
         return self.now
 
 
+@dataclass
+class Spent:
+    """What the budget reads of the attempt cache's ledger: rollouts, cost and time."""
+
+    used: int = 0
+    cost: float = 0.0
+    clock: Clock = field(default_factory=Clock)
+
+    def __post_init__(self) -> None:
+        self.t0 = self.clock()
+
+    def elapsed(self) -> float:
+        return self.clock() - self.t0
+
+
 def budget(spent: Spent, *, rollouts: int | None = None, cost: float | None = None,
-           wall_time_s: float | None = None, slack: int = 0, clock: Clock | None = None
-           ) -> Budget:
+           wall_time_s: float | None = None, slack: int = 0) -> Budget:
     settings = BudgetSettings(rollouts=rollouts, cost=cost, wall_time_s=wall_time_s)
-    return Budget(settings, cast(AttemptCache, spent), slack=slack, clock=clock or Clock())
+    return Budget(settings, cast(AttemptCache, spent), slack=slack)
 
 
 def test_without_a_rollout_budget_everything_is_allowed() -> None:
@@ -76,9 +82,7 @@ def test_a_batch_refused_spends_the_budget_and_stops_the_search() -> None:
 ])
 def test_the_stop_reason_names_the_first_budget_spent(
         used: int, cost: float, elapsed: float, reason: str | None) -> None:
-    clock = Clock()
-    b = budget(Spent(used=used, cost=cost), rollouts=100, cost=5.0, wall_time_s=60.0,
-               clock=clock)
-    clock.now += elapsed
+    spent = Spent(used=used, cost=cost)
+    b = budget(spent, rollouts=100, cost=5.0, wall_time_s=60.0)
+    spent.clock.now += elapsed
     assert b.stop_reason() == reason
-    assert b.totals() == {"rollouts_total": used, "cost_total": cost, "elapsed_s": elapsed}

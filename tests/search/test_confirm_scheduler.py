@@ -58,19 +58,20 @@ def level(bench: Bench, value: int) -> Config:
     return bench.registry.with_values(bench.defaults, {"level": value})
 
 
-def confirmation(bench: Bench, rollouts: AttemptCache, budget: Budget,
-                 fresh: range | None = None) -> Confirmation:
+def confirmation(bench: Bench, rollouts: AttemptCache, fresh: range | None = None
+                 ) -> Confirmation:
     incumbent = level(bench, 0)
     return Confirmation(rollouts, bench, incumbent=incumbent, start=incumbent,
                         candidate=level(bench, 1), level=0.03, dev_order=bench.tasks("dev"),
                         screen_tasks=SCREENED, look_tasks=CHUNK, val_order=bench.tasks("val"),
-                        val_look_tasks=2, k=K, budget=budget, fresh=fresh)
+                        val_look_tasks=2, k=K, fresh=fresh)
 
 
-def drive(conf: Confirmation, session: Session
+def drive(conf: Confirmation, session: Session, budget: Budget | None = None
           ) -> tuple[ConfirmOutcome, list[RolloutRequest]]:
-    """Run the confirmation to its end, answering each request on ``session``."""
-    return answered(conf.run(), session)
+    """Run the confirmation to its end, answering each request on ``session`` and each
+    permit by ``budget`` (without one, every batch may run)."""
+    return answered(conf.run(), session, budget)
 
 
 def cand_requests(bench: Bench, requests: list[RolloutRequest]) -> list[RolloutRequest]:
@@ -81,8 +82,7 @@ def cand_requests(bench: Bench, requests: list[RolloutRequest]) -> list[RolloutR
 def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
         bench: Bench, session: Session) -> None:
     rollouts = AttemptCache(bench, AttemptStore())
-    conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0))
-    outcome, requests = drive(conf, session)
+    outcome, requests = drive(confirmation(bench, rollouts), session)
     assert outcome.status == "promoted" and outcome.pooled
     assert [g.name for g in outcome.gates] == ["dev", "val", "unscored"]
     mine = cand_requests(bench, requests)
@@ -103,8 +103,7 @@ def test_val_chunks_keep_pace_with_dev_and_screening_attempts_are_never_read(
 def test_a_precision_round_reads_every_dev_task_on_fresh_attempts(
         bench: Bench, session: Session) -> None:
     rollouts = AttemptCache(bench, AttemptStore())
-    conf = confirmation(bench, rollouts, Budget(BudgetSettings(), rollouts, slack=0),
-                        fresh=range(2 * K, 4 * K))
+    conf = confirmation(bench, rollouts, fresh=range(2 * K, 4 * K))
     outcome, requests = drive(conf, session)
     assert outcome.status == "promoted"
     assert {key.attempt for r in requests for key in r.keys} <= set(range(2 * K, 4 * K))
@@ -118,7 +117,7 @@ def test_a_look_the_budget_does_not_allow_cuts_the_confirmation_short(
     rollouts = AttemptCache(bench, AttemptStore())
     # Room for the first chunk of both configs, and no slack past it.
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K), rollouts, slack=0)
-    outcome, requests = drive(confirmation(bench, rollouts, budget), session)
+    outcome, requests = drive(confirmation(bench, rollouts), session, budget)
     assert outcome.status == "budget"
     assert budget.spent and budget.stop_reason() == "budget_rollouts"
     assert [r.split for r in requests] == ["dev", "dev"]
@@ -132,7 +131,7 @@ def test_a_slack_of_a_chunk_lets_the_next_look_run_past_what_is_left(
         bench: Bench, session: Session) -> None:
     rollouts = AttemptCache(bench, AttemptStore())
     budget = Budget(BudgetSettings(rollouts=2 * CHUNK * K + 1), rollouts, slack=2 * CHUNK * K)
-    outcome, requests = drive(confirmation(bench, rollouts, budget), session)
+    outcome, requests = drive(confirmation(bench, rollouts), session, budget)
     # One rollout left after the first chunk: the val chunk (8 rollouts) fits its slack.
     assert [r.split for r in requests[:4]] == ["dev", "dev", "val", "val"]
     assert outcome.looks >= 2

@@ -110,8 +110,8 @@ def racer(bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
             beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
         return drive(session, race(cache, level(0), level(candidate), bench.tasks("dev"),
                                 chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
-                                budget=budget(cache, left, slack),
-                                beyond=None if beyond is None else fetched(beyond)))
+                                beyond=None if beyond is None else fetched(beyond)),
+                     budget(cache, left, slack))
     return run
 
 
@@ -275,7 +275,7 @@ def test_a_farther_value_no_worse_on_any_attempt_passes_with_its_own_test(
     nearer = racer(5)
     assert nearer.status == "futile" and nearer.tasks == 3 * CHUNK  # half of dev is in
     out = drive(session, no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0))
     assert out.status == "pass" and out.tasks == nearer.tasks
     assert out.test.effect == pytest.approx(
         paired_test(deltas(1, nearer.tasks), alpha=ALPHA).effect)
@@ -290,13 +290,12 @@ def test_a_farther_value_below_on_one_attempt_stops_at_the_first_task_that_shows
     # Level 3 scores as level 1 on task 0, its first, and below it on tasks 5 and 6 (it
     # loses 5, and level 1 wins 6): the rest of the first chunk shows it.
     out = drive(session, no_worse(cache, level(0), level(1), level(3), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None)))
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0))
     assert out.status == "worse" and out.tasks == CHUNK
     assert out.rollouts == CHUNK * K
     # Level 2 is below level 1 at once, on its first task (0: level 1 wins it).
     first = drive(session, no_worse(cache, level(0), level(1), level(2), bench.tasks("dev"), nearer,
-                     chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
-                     budget=budget(cache, None)))
+                     chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0))
     assert first.status == "worse" and first.tasks == 1 and first.rollouts == K
 
 
@@ -305,7 +304,7 @@ def test_a_farther_value_stops_before_a_chunk_the_budget_does_not_allow(
         session: Session) -> None:
     nearer = racer(5)
     out = drive(session, no_worse(cache, level(0), level(5), level(4), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, 0)))
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0), budget(cache, 0))
     assert out.status == "budget" and out.tasks == 0 and out.rollouts == 0
 
 
@@ -320,7 +319,7 @@ def test_a_farther_value_stops_once_its_screening_data_break_a_tolerance(
         return tasks >= CHUNK
 
     out = drive(session, no_worse(cache, level(0), level(5), level(1), bench.tasks("dev"), nearer,
-                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0, budget=budget(cache, None),
+                   chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
                    beyond=fetched(beyond)))
     # Asked after its first task and after the rest of the first chunk, where it stops.
     assert asked == [1, CHUNK]

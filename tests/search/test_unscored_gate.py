@@ -17,13 +17,12 @@ from pathlib import Path
 import pytest
 from conftest import answered, open_session, search_tasks, write_search_bench
 
-from forge.bench.loader import Bench, BudgetSettings, load_bench
+from forge.bench.loader import Bench, load_bench
 from forge.config.registry import Config
 from forge.evaluation.session import Session
 from forge.gates import UnscoredGate
 from forge.journal.store import AttemptStore
 from forge.search.attempt_cache import AttemptCache, RolloutRequest
-from forge.search.budget import Budget
 from forge.search.confirm import Confirmation, ConfirmOutcome
 from forge.stats.unscored import FailurePairs
 
@@ -68,8 +67,7 @@ def confirm(bench: Bench, session: Session, *, incumbent: int, start: int, candi
     conf = Confirmation(rollouts, bench, incumbent=level(bench, incumbent),
                         start=level(bench, start), candidate=level(bench, candidate),
                         level=0.05, dev_order=bench.tasks("dev"), screen_tasks=8,
-                        look_tasks=8, val_order=bench.tasks("val"), val_look_tasks=4, k=K,
-                        budget=Budget(BudgetSettings(), rollouts, slack=0))
+                        look_tasks=8, val_order=bench.tasks("val"), val_look_tasks=4, k=K)
     return answered(conf.run(), session)  # type: ignore[no-any-return]
 
 
