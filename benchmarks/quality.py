@@ -40,9 +40,9 @@ TPE and random are run once per seed up to the largest budget; a smaller budget'
 result is the prefix of trials that fits in it (the samplers do not know the budget,
 so this is the same as a separate run).
 
-Benches (``quality_truth.BENCHES``): triage and walksat (benches/), and closedform
-(benchmarks/benches/closedform: success probabilities in closed form, so truth is exact
-and free; its registry grid is enumerated for the true optimum).
+Benches (``quality_truth.BENCHES``): triage and walksat (benches/), and closedform and
+sparse (benchmarks/benches/: success probabilities in closed form, so truth is exact
+and free; their registry grids are enumerated for the true optimum).
 
 Each chosen config is scored by ``quality_truth.truth`` (large K, separate seed, cached;
 exact on closedform). Reported per bench, budget and method over the seeds: true test
@@ -94,11 +94,10 @@ BUDGETS = {"closedform": [2000, 5000, 20000], "triage": [2000, 5000, 20000],
 EPS_WORSE = 0.005
 IMPROVED = 1e-9
 TARGET_P = 0.05  # the issue's bound on P(violates) and P(worse than start)
-# forge's modules whose code decides a search's (or naive's) result; a change to any of
-# them makes earlier logged runs stale.
-SEARCH_CODE = ("search.py", "search_options.py", "confirm.py", "screening.py", "racing.py",
-               "deferral.py",
-               "sequential.py", "memory.py", "moves.py", "gates.py", "proposers")
+# forge's rooms and modules whose code decides a search's (or naive's) result; a change
+# to any of them makes earlier logged runs stale. (The names before the rooms, search.py,
+# confirm.py and the rest at forge's top, no longer existed: code_version failed.)
+SEARCH_CODE = ("search", "gates", "stats", "proposers", "config", "journal/records.py")
 # The stop forge runs with in the contest: the budget, as for the samplers (a step count
 # no search of these budgets reaches).
 UNBOUNDED_STEPS = 1_000_000
@@ -124,16 +123,21 @@ def code_version(method: str, name: str) -> str:
     (the samplers, whose runs depend on forge's evaluation of a config only)."""
     if method in SAMPLERS:
         return f"bench-{qt.bench_of(name).digest[:16]}-bb{BLACKBOX_VERSION}"
-    import forge
     from forge.journal.records import JOURNAL_FORMAT_VERSION
+    return (f"journal{JOURNAL_FORMAT_VERSION}-search-{source_hash()[:12]}"
+            f"-contest{FORGE_CONTEST_VERSION}")
+
+
+def source_hash() -> str:
+    """sha256 of forge's ``SEARCH_CODE`` files, each with its path."""
+    import forge
     root = Path(forge.__file__).resolve().parent
     h = hashlib.sha256()
     for rel in SEARCH_CODE:
         path = root / rel
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    return (f"journal{JOURNAL_FORMAT_VERSION}-search-{h.hexdigest()[:12]}"
-            f"-contest{FORGE_CONTEST_VERSION}")
+    return h.hexdigest()
 
 
 # -- methods -----------------------------------------------------------------------------------

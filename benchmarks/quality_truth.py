@@ -3,6 +3,7 @@
     python benchmarks/quality_truth.py triage '{"retrieval": "hybrid", ...}'   # print truth
     python benchmarks/quality_truth.py triage --climb                          # oracle hill-climb
     python benchmarks/quality_truth.py closedform --optimum                    # exact grid optimum
+    python benchmarks/quality_truth.py sparse --optimum                        # the same, sparse
 
 The truth of (bench, config, split) is ``forge.evaluation.evaluate.evaluate`` with a large K
 (``K_TRUTH``: 20 attempts per task on test, 10 on dev and val) on a seed
@@ -19,7 +20,7 @@ config over forge's neighbourhood (forge.config.moves.neighbourhood), until no n
 improves by more than 0.002. Its end point is a *lower bound* on the best config
 reachable in the registry (the spaces are too large to enumerate).
 
-Closed-form benches (``EXACT``: ``closedform``) are the exception: their harness
+Closed-form benches (``EXACT``: ``closedform`` and ``sparse``) are the exception: their harness
 exposes the formulas (``expected(config, task_inputs)``), so the truth of a config
 is exact, costs no rollout and is not cached, and :func:`exact_optimum` enumerates
 the registry's whole grid for the true optimum, overall and within every tolerance.
@@ -39,9 +40,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BENCHES = {"triage": ROOT / "benches" / "triage", "walksat": ROOT / "benches" / "walksat",
-           "closedform": HERE / "benches" / "closedform"}
+           "closedform": HERE / "benches" / "closedform",
+           "sparse": HERE / "benches" / "sparse"}
 #: Benches whose harness gives the truth in closed form (``expected``, ``success_probability``).
-EXACT = {"closedform"}
+EXACT = {"closedform", "sparse"}
 K_TRUTH = {"test": 20, "dev": 10, "val": 10}
 TRUTH_SEED = 9_000_001
 CACHE = HERE / "cache" / "truth"

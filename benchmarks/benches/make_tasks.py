@@ -6,7 +6,8 @@ Each task of the gate benches carries its own success probability ``input["p"]``
 (uniform in 0.2..0.9, rounded to 3 decimals). Ids and inputs are unique across the
 three splits (the input holds the task's name). Both gate benches get the same tasks,
 so their results differ only by the ``boost`` setting. The closed-form contest bench
-(``closedform``) gets a base rate and a family (slang or plain) per task.
+(``closedform``) gets a base rate and a family (slang or plain) per task; the sparse
+closed-form bench (``sparse``) a base rate and a family (reasoning or lookup, half each).
 """
 
 from __future__ import annotations
@@ -46,20 +47,35 @@ def closedform_tasks(split: str, n: int) -> list[dict[str, object]]:
     return out
 
 
+def sparse_tasks(split: str, n: int) -> list[dict[str, object]]:
+    """Base success rates uniform in 0.15..0.45; reasoning or lookup with chance 1/2
+    each, in every split (the planner's gain is the same in dev and test)."""
+    rng = random.Random(f"forge-sparse-{split}")
+    out = []
+    for i in range(n):
+        family = "reasoning" if rng.random() < 0.5 else "lookup"
+        base = round(rng.uniform(0.15, 0.45), 3)
+        out.append({"id": f"{split}-{i:03d}", "expected": "pass", "tags": [family],
+                    "input": {"name": f"{split}-{i:03d}", "base": base, "family": family},
+                    "metadata": {}})
+    return out
+
+
 def main() -> None:
-    folder = HERE / "closedform" / "tasks"
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, n in SIZES.items():
-        lines = [json.dumps(t, sort_keys=True) for t in closedform_tasks(split, n)]
-        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    for bench, make in (("closedform", closedform_tasks), ("sparse", sparse_tasks)):
+        folder = HERE / bench / "tasks"
+        folder.mkdir(parents=True, exist_ok=True)
+        for split, n in SIZES.items():
+            lines = [json.dumps(t, sort_keys=True) for t in make(split, n)]
+            (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
     for bench in ("noeffect", "effect"):
         folder = HERE / bench / "tasks"
         folder.mkdir(parents=True, exist_ok=True)
         for split, n in SIZES.items():
             lines = [json.dumps(t, sort_keys=True) for t in tasks(split, n)]
             (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    print("wrote", ", ".join(f"{b}/tasks/*.jsonl" for b in ("closedform", "noeffect",
-                                                           "effect")))
+    print("wrote", ", ".join(f"{b}/tasks/*.jsonl" for b in ("closedform", "sparse",
+                                                           "noeffect", "effect")))
 
 
 if __name__ == "__main__":
