@@ -92,8 +92,13 @@ def offline_venv(folder: Path) -> dict[str, str]:
     isolation *off*), so nothing is downloaded."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True,
                    timeout=120)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(PATH=f"{folder / 'bin'}{os.pathsep}{env['PATH']}",
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # A fresh runner has no virtualenv of ours on PATH: the tests' own, if activated,
+    # would put a forge there before the install step.
+    ours = {str(Path(p) / "bin") for p in (sys.prefix, os.environ.get("VIRTUAL_ENV"))
+            if p and Path(p) != Path(sys.base_prefix)}
+    outside = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p not in ours)
+    env.update(PATH=f"{folder / 'bin'}{os.pathsep}{outside}",
                PYTHONPATH=sysconfig.get_paths()["purelib"], PIP_NO_INDEX="1",
                PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1",
                PYTHONDONTWRITEBYTECODE="1")

@@ -37,7 +37,9 @@ def run(config, task, ctx):
     if task.id.endswith("1"):
         print("x" * 20000)
     os.write(1, b"raw descriptor 1\\n")
-    subprocess.run(["echo", "from a child"], check=True)
+    # The interpreter, not `echo` from PATH: in an activated virtualenv a package's
+    # console script may be named echo (nlip-server 0.1.3 installs a broken one).
+    subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
     t = threading.Thread(target=print, args=("from a thread of its own",))
     t.start()
     t.join()
