@@ -5,6 +5,9 @@ really?
     python benchmarks/quality.py --quick               # closedform only, in minutes
     python benchmarks/quality.py --bench walksat --budgets 2000 --seeds 10 --resume
     python benchmarks/quality.py --rerender benchmarks/results/quality-triage.json
+    python benchmarks/quality.py --bench closedform --budgets 2000,5000 --seeds 20 --resume \
+        --no-climb --methods forge-auto,tpe-con,tpe-mv-con,random,smac \
+        --out quality-closedform-rivals          # the rivals table (results/<out>.md)
 
 Methods, all from the bench's start config (bench.yaml ``defaults``), with the bench's K:
 
@@ -25,6 +28,23 @@ Methods, all from the bench's start config (bench.yaml ``defaults``), with the b
   allowance is a fraction of the start trial's mean; Optuna 5's TPE reads them, its
   ``constraints_func`` being deprecated), and the chosen config is the best dev mean
   among the feasible trials (the start, trial 0, always is).
+- ``tpe-mv-con``: ``tpe-con`` with ``TPESampler(seed, multivariate=True, group=True)``,
+  the tolerances again set with ``trial.set_constraint`` (``constraints_func`` warns
+  FutureWarning since Optuna 5.0). Optuna 5's ``TPESampler(seed)`` is already
+  multivariate for one objective (``multivariate=None`` means True there), so
+  ``tpe-con`` is the multivariate TPE too; ``group`` adds the decomposition of the
+  space by the trials' parameter sets, which a flat registry leaves whole (on
+  closedform tpe-mv-con's trials are tpe-con's, seed by seed).
+- ``tpe-uni-con``: ``tpe-con`` with ``TPESampler(seed, multivariate=False)``: the
+  univariate TPE (one Parzen estimator per setting), Optuna 4's default.
+- ``smac``: SMAC3's algorithm-configuration facade (``quality_smac.py``, which says how:
+  the registry as a ConfigSpace, instances = groups of 10 dev tasks with seeds, a trial
+  = one config on one instance with K attempts, cost = 1 - score, the budget in
+  rollouts). SMAC3 has no constraints: a config whose dev auxiliary means over its
+  trials break a tolerance vs the start config's is told the worst cost (1.0); the
+  chosen config is SMAC's incumbent if it passes that check, else the start
+  (``fallback`` in its rows, counted under the table). Needs
+  ``pip install -r benchmarks/requirements.txt``; forge never imports smac.
 - ``random``: the same as ``tpe`` with ``RandomSampler(seed)``.
 - ``tpe-tol`` / ``random-tol``: the trials of ``tpe`` / ``random`` (sampled without
   constraints), but the chosen config is the best dev mean among trials whose dev
@@ -36,9 +56,9 @@ Methods, all from the bench's start config (bench.yaml ``defaults``), with the b
   seeds); one qualifies if dev mean > incumbent's + 1e-9 and val mean >= incumbent's;
   the best qualifier is promoted. Same max_steps, patience, budget B, local-optimum stop.
 
-TPE and random are run once per seed up to the largest budget; a smaller budget's
+TPE, random and SMAC are run once per seed up to the largest budget; a smaller budget's
 result is the prefix of trials that fits in it (the samplers do not know the budget,
-so this is the same as a separate run).
+so this is the same as a separate run; SMAC's result is its incumbent at that point).
 
 Benches (``quality_truth.BENCHES``): triage and walksat (benches/), and closedform and
 sparse (benchmarks/benches/: success probabilities in closed form, so truth is exact
@@ -83,10 +103,12 @@ sys.path.insert(0, str(HERE))
 import quality_truth as qt  # noqa: E402
 from gates import machine, wilson  # noqa: E402
 
-METHODS = ("forge-auto", "forge-sweep", "tpe", "tpe-con", "tpe-tol", "random", "random-tol",
-           "naive")
+METHODS = ("forge-auto", "forge-sweep", "tpe", "tpe-con", "tpe-uni-con", "tpe-mv-con",
+           "tpe-tol", "random", "random-tol", "smac", "naive")
 SEARCHES = ("forge-auto", "forge-sweep", "naive")  # one search per budget
-SAMPLERS = ("tpe", "tpe-con", "random")  # one run per seed up to the largest budget
+# One run per seed up to the largest budget.
+SAMPLERS = ("tpe", "tpe-con", "tpe-uni-con", "tpe-mv-con", "random", "smac")
+CONSTRAINED = ("tpe-con", "tpe-uni-con", "tpe-mv-con")  # told the tolerances as Optuna constraints
 # The budgets of the one-command run (``--all``), in the order it runs the benches:
 # cheapest first, so that an interrupted run has the most benches finished.
 BUDGETS = {"closedform": [2000, 5000, 20000], "triage": [2000, 5000, 20000],
@@ -121,6 +143,11 @@ def code_version(method: str, name: str) -> str:
     """The version a logged run of ``method`` on bench ``name`` is valid for: the journal
     format and a hash of forge's search code (forge-*, naive), or the bench digest
     (the samplers, whose runs depend on forge's evaluation of a config only)."""
+    if method == "smac":
+        import smac
+        from quality_smac import SMAC_VERSION, TASKS_PER_INSTANCE
+        return (f"bench-{qt.bench_of(name).digest[:16]}-smac{smac.version}-v{SMAC_VERSION}"
+                f"-g{TASKS_PER_INSTANCE}")
     if method in SAMPLERS:
         return f"bench-{qt.bench_of(name).digest[:16]}-bb{BLACKBOX_VERSION}"
     from forge.journal.records import JOURNAL_FORMAT_VERSION
@@ -197,7 +224,8 @@ def constraints(name: str, start: dict[str, float], cand: dict[str, float]) -> d
 
 
 def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) -> list[dict]:
-    """``tpe``/``random`` (rows for the sampler and its ``-tol`` choice) or ``tpe-con``."""
+    """``tpe``/``random`` (rows for the sampler and its ``-tol`` choice), or a
+    constrained TPE (``CONSTRAINED``)."""
     import optuna
 
     from forge.evaluation.evaluate import evaluate
@@ -205,9 +233,17 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
     bench = qt.bench_of(name)
     k = bench.spec.rollouts.k
     cost = k * len(bench.tasks("dev"))
-    sampler = (optuna.samplers.RandomSampler(seed=seed) if sampler_name == "random"
-               else optuna.samplers.TPESampler(seed=seed))
-    constrained = sampler_name == "tpe-con"
+    if sampler_name == "random":
+        sampler: Any = optuna.samplers.RandomSampler(seed=seed)
+    elif sampler_name == "tpe-mv-con":
+        # The constraints go through trial.set_constraint, as for tpe-con: Optuna 5.0
+        # deprecated constraints_func (a FutureWarning) and its TPE reads the trial's.
+        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+    elif sampler_name == "tpe-uni-con":  # one Parzen estimator per setting
+        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=False)
+    else:
+        sampler = optuna.samplers.TPESampler(seed=seed)
+    constrained = sampler_name in CONSTRAINED
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial(dict(bench.defaults.values))
     cache: dict[str, Any] = {}
@@ -338,6 +374,9 @@ def _job(args: tuple) -> tuple[tuple, list[dict]]:
     _quiet()
     if method in ("forge-auto", "forge-sweep"):
         rows = run_forge(name, seed, budgets[0], method.split("-")[1])
+    elif method == "smac":
+        from quality_smac import run_smac
+        rows = run_smac(name, seed, list(budgets))
     elif method in SAMPLERS:
         rows = run_blackbox(name, seed, budgets, method)
     else:
@@ -400,6 +439,7 @@ def aggregate(name: str, runs: list[dict], truths: dict[str, dict], climb: dict 
                 "p_worse": worse / n, "p_worse_ci95": wilson(worse, n),
                 "p_violation": viol / n, "p_violation_ci95": wilson(viol, n),
                 "rollouts_mean": statistics.fmean(spent), "rollouts_max": max(spent),
+                "fallbacks": sum(bool(r.get("fallback")) for r in rs),
                 "wall_s_mean": statistics.fmean(r["wall_s"] for r in rs)}
     return {"start_test": start_t["score"], "best_known_test": best_known,
             "best_feasible_test": best_feasible["score"],
@@ -480,6 +520,7 @@ def render(data: dict[str, Any]) -> str:
            "(bench.yaml metrics) beyond its allowance vs the start config, in truth on test. "
            "Regret in brackets: to the best config within every tolerance.",
            "", table(agg), ""]
+    out += method_notes(agg)
     lines = verdict_lines(data["bench"], agg)
     if lines:
         out += ["```", *lines, "```", ""]
@@ -489,6 +530,32 @@ def render(data: dict[str, Any]) -> str:
                              for p in climb["path"])
                 + f"; {climb['configs_evaluated']} configs scored.", ""]
     return "\n".join(out)
+
+
+def method_notes(agg: dict[str, Any]) -> list[str]:
+    """What a reader must know about the rivals in the table that its columns do not say."""
+    methods = {r["method"] for r in agg["rows"].values()}
+    notes = []
+    if "tpe-uni-con" in methods:
+        notes.append("tpe-uni-con: TPESampler(multivariate=False), the univariate TPE, with "
+                     "the constraints of tpe-con.")
+    if "tpe-mv-con" in methods:
+        notes.append("tpe-mv-con: Optuna's TPESampler(multivariate=True, group=True) with the "
+                     "tolerances as constraints (trial.set_constraint), otherwise as tpe-con. "
+                     "(Optuna 5's TPESampler is multivariate by default for one objective: "
+                     "tpe-con's sampler is the multivariate TPE without group.)")
+    if "smac" in methods:
+        from quality_smac import TASKS_PER_INSTANCE
+        falls = ", ".join(f"{r['budget']:,}: {r['fallbacks']} of {r['n']}"
+                          for r in agg["rows"].values() if r["method"] == "smac")
+        notes.append(
+            "smac: SMAC3's AlgorithmConfigurationFacade, an instance = "
+            f"{TASKS_PER_INSTANCE} dev tasks (K attempts each, a seed per trial), cost = "
+            "1 − score. SMAC3 has no constraints: a config whose dev auxiliary-metric means "
+            "(over its trials so far) break a tolerance vs the start config's is told the "
+            "worst cost, 1.0; the chosen config is SMAC's incumbent when it passes the same "
+            f"check, else the start config (searches that fell back, per budget: {falls}).")
+    return [f"- {n}" for n in notes] + ([""] if notes else [])
 
 
 def _timing(data: dict[str, Any]) -> str:
@@ -527,8 +594,10 @@ def _job_key(job: tuple, versions: dict[str, str]) -> str:
 
 
 def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, methods: list[str],
-              truth_splits: list[str], resume: bool, no_climb: bool, command: str) -> str:
-    """Run the contest on one bench, write results/quality-<bench>.{json,md}, return the md."""
+              truth_splits: list[str], resume: bool, no_climb: bool, command: str,
+              out_name: str | None = None) -> str:
+    """Run the contest on one bench, write results/<out_name>.{json,md} (default
+    quality-<bench>), return the md."""
     jobs = []
     for seed in range(1, seeds + 1):
         for m in methods:
@@ -600,9 +669,10 @@ def run_bench(name: str, budgets: list[int], *, seeds: int, workers: int, method
             "runs": runs}
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    (out / f"quality-{name}.json").write_text(json.dumps(data, indent=1, default=str))
+    stem = out_name or f"quality-{name}"
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
     text = render(data)
-    (out / f"quality-{name}.md").write_text(text)
+    (out / f"{stem}.md").write_text(text)
     for line in verdict_lines(name, agg):
         print(line, file=sys.stderr, flush=True)
     return text
@@ -627,6 +697,8 @@ def main() -> None:
     ap.add_argument("--rerender", type=Path, default=None)
     ap.add_argument("--resume", action="store_true",
                     help="reuse the searches already logged in cache/runs-<bench>.jsonl")
+    ap.add_argument("--out", default=None,
+                    help="results file name without extension (default quality-<bench>)")
     ap.add_argument("--combine", action="store_true",
                     help="write results/quality.{md,json} from the per-bench results")
     args = ap.parse_args()
@@ -660,7 +732,8 @@ def main() -> None:
         return
     budgets = ([int(b) for b in args.budgets.split(",")] if args.budgets
                else BUDGETS[args.bench])
-    print(run_bench(args.bench, budgets, resume=args.resume, **common))  # type: ignore[arg-type]
+    print(run_bench(args.bench, budgets, resume=args.resume, out_name=args.out,
+                    **common))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
