@@ -6,9 +6,13 @@ each tool execution as a ``ToolCallEvent`` (sent when the executor runs it, not 
 the model asks) answered by a ``ToolResultEvent``, a ``ToolErrorEvent`` (the tool
 raised, or middleware refused it) or a ``ToolNotFoundEvent``, the ``UsageEvent`` of
 every token spent, and a ``HaltEvent`` when an assembly policy stops the run. The
-recorder keeps them as forge's records: executed tool calls in the order made (a call
-with no result, cut off by a timeout, is not one), AG2's own token total
-(``UsageReport``, the figure AG2 reports as the bill), and the model calls.
+recorder keeps them as forge's records: executed tool calls (a call with no result, cut
+off by a timeout, is not one), AG2's own token total (``UsageReport``, the figure AG2
+reports as the bill), and the model calls.
+
+The calls are kept in the order the model asked for them, turn by turn, not in the
+order their ``ToolCallEvent`` came: the calls of one turn run concurrently, so which
+starts first varies from run to run, and a record of the same attempt must not.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from forge.harness.base import ToolCall, Usage
 
 __all__ = ["Recorder"]
 
+#: Calls no model response named go after the named ones of their turn, as they came.
+_UNNAMED = 1 << 30
+
 
 class Recorder:
     """Collects one attempt's tool calls, model calls and usage from its stream."""
@@ -32,6 +39,11 @@ class Recorder:
     def __init__(self) -> None:
         self._events = module("ag2.events")
         self._calls: list[ToolCall | None] = []
+        #: Per call in ``_calls``: (turn, place in the model's request) when the model's
+        #: response named it, else after that turn's named calls, as they came.
+        self._ranks: list[tuple[int, int]] = []
+        #: A requested call's id -> (turn, place in that turn's request).
+        self._asked: dict[str, tuple[int, int]] = {}
         self._pending: dict[str, tuple[int, str, dict[str, Any]]] = {}
         self._raised: dict[int, str] = {}  # id of an exception a tool raised -> the tool
         self._usage: list[Any] = []
@@ -45,6 +57,8 @@ class Recorder:
         ev = self._events
         if isinstance(event, ev.ToolCallEvent):
             self._pending[event.id] = (len(self._calls), event.name, _arguments(event))
+            self._ranks.append(self._asked.get(
+                event.id, (len(self.turns) - 1, _UNNAMED + len(self._calls))))
             self._calls.append(None)
         elif isinstance(event, ev.ToolResultEvent):
             self._resolve(event)
@@ -76,6 +90,8 @@ class Recorder:
         if not forced:
             self.llm_calls += 1
         calls = event.tool_calls.calls if event.tool_calls else []
+        for place, call in enumerate(calls):
+            self._asked[call.id] = (len(self.turns), place)
         content = event.content
         self.turns.append(Turn(content=content if isinstance(content, str) else None,
                                tool_calls=len(calls), model=event.model,
@@ -88,8 +104,9 @@ class Recorder:
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        """The executed calls, in the order they were made."""
-        return [call for call in self._calls if call is not None]
+        """The executed calls, in the order the model asked for them."""
+        ranked = sorted(zip(self._ranks, self._calls, strict=True), key=lambda pair: pair[0])
+        return [call for _, call in ranked if call is not None]
 
     def usage(self) -> tuple[Usage, dict[str, Any]]:
         """The tokens spent (AG2's ``UsageReport`` total) and their split by kind."""

@@ -31,7 +31,8 @@ What is recorded (read off the run's event stream, :mod:`forge.harness._ag2_reco
 - ``output``: the reply's text (``reply.body``); for an agent with a
   ``response_schema``, the validated answer as JSON data;
 - ``tool_calls``: every executed tool call (name, arguments, result, ok/error), in the
-  order made; a tool that raised, was refused by middleware or does not exist is
+  order the model asked for them (a turn's calls run concurrently; the record does not
+  depend on which started first); a tool that raised, was refused by middleware or does not exist is
   ``ok=False`` with its error;
 - ``usage``: the tokens AG2 accounts (its ``UsageReport`` total over the run's
   ``UsageEvent`` records); ``cost`` from ``prices`` when given (AG2 reports no cost);
