@@ -207,22 +207,6 @@ def _suggest(trial: Any, registry: Any) -> dict[str, Any]:
     return values
 
 
-def constraints(name: str, start: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
-    """Per declared auxiliary metric, ``cand``'s regression against ``start`` minus the
-    allowance (<= 0: within the tolerance; a relative allowance is a fraction of the
-    start's mean). The same rule as ``quality_truth.violations``."""
-    bench = qt.bench_of(name)
-    out: dict[str, float] = {}
-    for metric, spec in bench.spec.metrics.items():
-        a, b = start.get(metric), cand.get(metric)
-        if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
-            continue
-        sign = 1.0 if spec.direction == "lower" else -1.0
-        allowed = spec.max_increase * abs(a) if spec.relative else spec.max_increase
-        out[metric] = sign * (b - a) - allowed
-    return out
-
-
 def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) -> list[dict]:
     """``tpe``/``random`` (rows for the sampler and its ``-tol`` choice), or a
     constrained TPE (``CONSTRAINED``)."""
@@ -265,7 +249,7 @@ def run_blackbox(name: str, seed: int, budgets: list[int], sampler_name: str) ->
             start_metrics = metrics
         feasible = True
         if constrained:
-            for metric, value in constraints(name, start_metrics, metrics).items():
+            for metric, value in qt.constraints(name, start_metrics, metrics).items():
                 trial.set_constraint(metric, value)
                 feasible = feasible and value <= 0
         study.tell(trial, res.mean_score)

@@ -24,7 +24,7 @@ with ``max_config_calls`` 2000, a random config every other challenger):
   budget. cost = 1 - the group's mean score (1.0 when no attempt is scored).
 - the tolerances: SMAC3 has no constraints. After each trial, the config's dev
   auxiliary-metric means over every trial it has run are compared with the start
-  config's (same rule as ``quality.constraints``: regression beyond the allowance, a
+  config's (same rule as ``quality_truth.constraints``: regression beyond the allowance, a
   relative allowance a fraction of the start's mean); if one breaks its tolerance,
   the trial is told the worst cost, 1.0. Earlier trials keep the costs they were told
   (SMAC's run history cannot be rewritten).
@@ -124,8 +124,7 @@ class _Means:
 
 
 def feasible(name: str, start: _Means, cand: _Means) -> bool:
-    from quality import constraints
-    return all(v <= 0 for v in constraints(name, start.means(), cand.means()).values())
+    return all(v <= 0 for v in qt.constraints(name, start.means(), cand.means()).values())
 
 
 def run_smac(name: str, seed: int, budgets: list[int]) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import tempfile
@@ -118,6 +119,22 @@ def violations(name: str, start: dict[str, Any], cand: dict[str, Any]) -> list[s
         allowed = spec.max_increase * abs(a) if spec.relative else spec.max_increase
         if worse_by > allowed + 1e-9:
             out.append(metric)
+    return out
+
+
+def constraints(name: str, start: dict[str, float], cand: dict[str, float]) -> dict[str, float]:
+    """Per declared auxiliary metric, ``cand``'s regression against ``start`` minus the
+    allowance (<= 0: within the tolerance; a relative allowance is a fraction of the
+    start's mean). The same rule as :func:`violations`, as a constraint value each."""
+    bench = bench_of(name)
+    out: dict[str, float] = {}
+    for metric, spec in bench.spec.metrics.items():
+        a, b = start.get(metric), cand.get(metric)
+        if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+            continue
+        sign = 1.0 if spec.direction == "lower" else -1.0
+        allowed = spec.max_increase * abs(a) if spec.relative else spec.max_increase
+        out[metric] = sign * (b - a) - allowed
     return out
 
 
