@@ -61,19 +61,30 @@ def run(config, task, ctx):
 """
 
 
+def judged_search(make_bench: MakeBench, harness: str, openai_server: Any, tmp_path: Path,
+                  capsys: pytest.CaptureFixture[str], *, run_id: str, k: int
+                  ) -> tuple[Path, Path, str, str]:
+    """A one-step ``forge search --json`` of ``harness``, judged by a real judge on
+    loopback whose key is :data:`KEY_ENV`: its bench, journals folder, stdout and stderr,
+    once it has ended without a traceback."""
+    judge = json.dumps({"judge": {"rubric": "Is the answer right?",
+                                  "base_url": openai_server.url}})
+    bench = make_bench(harness, scorer=judge, rollouts={"k": k, "concurrency": k})
+    journals = tmp_path / "journals"
+    code, out, err = run_forge(capsys, "search", bench, "--journals", journals, "--run-id",
+                               run_id, "--max-steps", "1", "--json")
+    assert code in (0, 1) and "Traceback" not in err, err
+    return bench, journals, out, err
+
+
 def test_a_judge_key_a_harness_raises_is_masked_from_the_first_attempt(
         make_bench: MakeBench, openai_server: Any, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     key = new_key()
     monkeypatch.setenv(KEY_ENV, key)
     # A real judge on loopback, never asked: every attempt raises before it is judged.
-    judge = json.dumps({"judge": {"rubric": "Is the answer right?",
-                                  "base_url": openai_server.url}})
-    bench = make_bench(RAISING, scorer=judge, rollouts={"k": 2, "concurrency": 2})
-    journals = tmp_path / "journals"
-    code, out, err = run_forge(capsys, "search", bench, "--journals", journals, "--run-id",
-                               "r1", "--max-steps", "1", "--json")
-    assert code in (0, 1) and "Traceback" not in err, err
+    bench, journals, out, err = judged_search(make_bench, RAISING, openai_server, tmp_path,
+                                              capsys, run_id="r1", k=2)
     assert (journals / "r1" / "attempts.jsonl.gz").is_file()
     result = tmp_path / "results" / "result.json"
     result.parent.mkdir()
@@ -326,13 +337,8 @@ def test_a_key_that_shares_forge_s_own_words_leaves_every_record_loadable(
     # name into "***on" in the journal, and the search failed reading back its record.
     key = "format_version_and_more"
     monkeypatch.setenv(KEY_ENV, key)
-    judge = json.dumps({"judge": {"rubric": "Is the answer right?",
-                                  "base_url": openai_server.url}})
-    bench = make_bench(ECHOING_KEY, scorer=judge, rollouts={"k": 1, "concurrency": 1})
-    journals = tmp_path / "journals"
-    code, _, err = run_forge(capsys, "search", bench, "--journals", journals, "--run-id",
-                               "r", "--max-steps", "1", "--json")
-    assert code in (0, 1) and "Traceback" not in err, err
+    _, journals, _, err = judged_search(make_bench, ECHOING_KEY, openai_server, tmp_path,
+                                        capsys, run_id="r", k=1)
     code, _, err = run_forge(capsys, "journal", "show", "r", "--journals", journals, "--json")
     assert code == 0, err
     assert '"format_version"' in (journals / "r" / "journal.jsonl").read_text()
