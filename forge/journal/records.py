@@ -151,8 +151,10 @@ class PairedStats(_Block):
 class _ScreenStatus(_Block):
     # fail: version 1's "not significant"; version 2 says weak, and refuses a candidate
     # whose screening breaks a tolerance (aux) or that the memory holds back (held), and
-    # an expansion that scored below the nearer value on some attempt (worse).
-    status: Literal["pass", "fail", "weak", "futile", "budget", "aux", "held", "worse"]
+    # an expansion that scored below the nearer value on some attempt (worse), and a
+    # hasty race stopped at half its tasks, to go on only if nothing else is left (paused).
+    status: Literal["pass", "fail", "weak", "futile", "budget", "aux", "held", "worse",
+                    "paused"]
 
 
 class ScreenBlock(PairedStats, _ScreenStatus):

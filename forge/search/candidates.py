@@ -9,7 +9,10 @@ it shares with the loop: it screens the step's proposals in turn
 expansion if that passes (the farthest value of its setting the same way, screened
 on its attempts); one the budget left cannot prove waits
 (:mod:`forge.search.deferral`), and each left unconfirmed is journaled as skipped. A
-promotion ends the step; a refusal lets it go on. Which candidate goes first, and which
+promotion ends the step; a refusal lets it go on. Outside the precision rounds a race
+is hasty (:func:`forge.search.racing.race`): a candidate it pauses waits, and its race
+goes on (:meth:`StepRunner.resume_paused`) only once the incumbent has nothing else left
+to screen. Which candidate goes first, and which
 waits, is selection only: a confirmation never reads the data that chose it.
 """
 
@@ -93,6 +96,8 @@ class StepRunner:
         self.places = places
         self.progress = progress
         self.emit = emit  # the record sink: the search's store
+        #: Candidates whose hasty race paused, with the incumbent they were raced against.
+        self.paused: list[tuple[str, Screen]] = []
 
     @property
     def attempts(self) -> int:
@@ -123,8 +128,10 @@ class StepRunner:
                 if promoted is not None or self.budget.spent:
                     return promoted
             head = self.head(step, incumbent, proposal)
-            screened = self._passing((yield from self._screen(step, incumbent, proposal, head,
-                                                              tried, history)))
+            outcome = yield from self._screen(step, incumbent, proposal, head, tried, history)
+            if outcome is not False and outcome.status == "paused":
+                self.paused.append((incumbent.fingerprint, outcome))
+            screened = self._passing(outcome)
             if screened is None:
                 if self.budget.spent:
                     break
@@ -164,9 +171,12 @@ class StepRunner:
                             why="already tried against this incumbent"))
             return False
         tried.add(key)
+        # Hasty outside the precision rounds: a race that pauses goes on later, patiently,
+        # only if nothing else is left at this incumbent (resume_paused).
         screened = yield from (
             self.screening.run(step, incumbent, proposal, candidate, head,
-                               attempts=self.attempts) if origin is None else
+                               attempts=self.attempts, patient=self.state.round > 0)
+            if origin is None else
             self.screening.expand(step, incumbent, proposal, candidate, head, origin,
                                   attempts=self.attempts))
         if screened.tasks >= min(self.state.chunk, len(self.state.dev_order)):
@@ -224,6 +234,37 @@ class StepRunner:
                                      min_effect=self.bench.spec.gates.min_effect,
                                      attempts=self.attempts, unrun=unrun)
         return cost
+
+    def resume_paused(self, step: int, incumbent: Config, tried: set[TriedKey],
+                      history: list[EvaluatedConfig]) -> Fetch[Promoted | None]:
+        """Race patiently, the largest screening effect first, the candidates whose hasty
+        race paused against ``incumbent`` (each goes on from where it stopped: the
+        attempts it ran are served again at no cost), and confirm those that pass as a
+        step does. Asked once this incumbent has nothing else left to screen."""
+        here = [s for fingerprint, s in self.paused if fingerprint == incumbent.fingerprint]
+        self.paused = []
+        passed: list[tuple[Screen, CandidateHead]] = []
+        for paused in sorted(here, key=lambda s: -s.test.effect):
+            if self.budget.spent:
+                break
+            move = paused.proposal.move
+            proposal = Proposal(move=move, proposer=paused.proposal.proposer, reason=(
+                f"its race paused after {paused.tasks} screening tasks (screen "
+                f"{paused.test.effect:+.3f}); nothing else is left to screen at this "
+                "incumbent, so it goes on"))
+            head = self.head(step, incumbent, proposal)
+            screened = self._passing((yield from self.screening.run(
+                step, incumbent, proposal, paused.candidate, head, attempts=self.attempts)))
+            if screened is None:
+                continue
+            passed.append((screened, head))
+            if not self._room_to_compare():
+                promoted = yield from self._confirm_passed(step, incumbent, passed, tried,
+                                                           history)
+                if promoted is not None or self.budget.spent:
+                    return promoted
+                passed = []
+        return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
 
     def confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
                           history: list[EvaluatedConfig], due: list[Held] | None = None

@@ -344,16 +344,21 @@ class Search:
                                  self._incumbent_interval(incumbent))
         promoted: Promoted | None = yield from self.steps.run_step(step, incumbent, proposals,
                                                           path.tried, path.history)
-        if promoted is None and self.deferrals and not self.budget.spent and (
-                not self._untried(path, step + 1) or step >= opts.max_steps
-                or path.since_promotion + 1 >= opts.patience):
-            # Nothing else left to screen here, or no step after this one.
+        # Nothing else left to screen here, or no step after this one: what waited goes on.
+        last_here = promoted is None and (
+            not self._untried(path, step + 1) or step >= opts.max_steps
+            or path.since_promotion + 1 >= opts.patience)
+        if last_here and self.deferrals and not self.budget.spent:
             promoted = yield from self.steps.confirm_deferred(step, incumbent, path.tried,
                                                          path.history)
+        if last_here and promoted is None and self.steps.paused and not self.budget.spent:
+            promoted = yield from self.steps.resume_paused(step, incumbent, path.tried,
+                                                           path.history)
         if promoted is None:
             path.since_promotion += 1
             return
         self.steps.drop_deferred("this incumbent promoted another candidate first")
+        self.steps.paused.clear()  # raced against the old incumbent: journaled, done
         move, path.incumbent = promoted
         path.promotions.append(PromotedMove.of(step, move))
         path.since_promotion = 0

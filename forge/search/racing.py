@@ -10,6 +10,11 @@ as soon as the candidate is clearly out or clearly in:
   or from :data:`~forge.stats.IDENTICAL_PAIRS` paired attempts);
 - ``weak``: even a trend one standard error better than the estimate would not reach
   ``alpha`` on every task;
+- ``paused``: in a hasty race (``patient=False``), from half the tasks on, the
+  estimate as it stands would not reach ``alpha`` on every task, though a trend one
+  standard error better still would: the race stops there, and the same race run
+  patiently later goes on from there on the attempts it already has (the attempt
+  cache serves them again at no cost);
 - ``aux``: the caller's ``beyond`` says the screening data already put an auxiliary
   metric past its tolerance;
 - ``pass``: the screening p is below ``alpha / 5`` after a chunk, or below ``alpha``
@@ -44,7 +49,7 @@ from forge.stats.sequential import hopeless
 
 __all__ = ["Beyond", "RaceOutcome", "RaceStatus", "no_worse", "race"]
 
-RaceStatus = Literal["pass", "weak", "futile", "aux", "budget", "worse"]
+RaceStatus = Literal["pass", "weak", "paused", "futile", "aux", "budget", "worse"]
 #: After a chunk that is not the last, a candidate passes at once below alpha / this.
 EARLY_PASS_FACTOR = 5.0
 
@@ -69,26 +74,31 @@ Beyond = Callable[[int], Fetch[bool]]
 
 
 def _chunk_status(test: PairedTest, inc: TaskAttempts, cand: TaskAttempts, *, seen: int,
-                  total: int, last: bool, alpha: float, min_effect: float
+                  total: int, last: bool, alpha: float, min_effect: float, patient: bool
                   ) -> RaceStatus | None:
-    """How a race stands after a chunk: out (``futile``, ``weak``), in (``pass``), or
-    None to go on."""
+    """How a race stands after a chunk: out (``futile``, ``weak``), stopped for now
+    (``paused``), in (``pass``), or None to go on."""
     informative = (test.sd > 0 or seen >= total / 2
                    or score_pairs(inc, cand) >= IDENTICAL_PAIRS)
     if test.n >= 2 and informative and test.effect <= min_effect:
         return "futile"
     if test.p_value < (alpha if last else alpha / EARLY_PASS_FACTOR):
         return "pass"
-    if not last and test.n >= 2 and informative and hopeless(
-            test, seen / total, min_effect, alpha):
+    if last or test.n < 2 or not informative:
+        return None
+    if hopeless(test, seen / total, min_effect, alpha):
         return "weak"
+    if not patient and seen >= total / 2 and hopeless(test, seen / total, min_effect, alpha,
+                                                      optimism=0.0):
+        return "paused"
     return None
 
 
 def race(rollouts: AttemptCache, incumbent: Config, candidate: Config, order: Sequence[Task], *,
          chunk: int, k: int, alpha: float, min_effect: float,
-         beyond: Beyond | None = None) -> Fetch[RaceOutcome]:
-    """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks.
+         beyond: Beyond | None = None, patient: bool = True) -> Fetch[RaceOutcome]:
+    """Race ``candidate`` against ``incumbent`` on ``order`` in chunks of ``chunk`` tasks;
+    ``patient=False``: a hasty race, which may end ``paused``.
 
     A chunk starts only while the budget allows its new rollouts (a
     :class:`~forge.search.attempt_cache.Permit` yielded to whoever drives the race).
@@ -118,7 +128,7 @@ def race(rollouts: AttemptCache, incumbent: Config, candidate: Config, order: Se
                            threshold=min_effect)
         verdict = _chunk_status(test, inc, cand, seen=seen, total=len(order),
                                 last=index == len(chunks) - 1, alpha=alpha,
-                                min_effect=min_effect)
+                                min_effect=min_effect, patient=patient)
         if verdict is not None:
             status = verdict
             break

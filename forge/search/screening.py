@@ -101,23 +101,33 @@ class Screening:
         self.standing = standing
 
     def run(self, step: int, incumbent: Config, proposal: Proposal, candidate: Config,
-            head: partial[CandidateRecord], *, attempts: int | None = None
-            ) -> Fetch[Screen]:
+            head: partial[CandidateRecord], *, attempts: int | None = None,
+            patient: bool = True) -> Fetch[Screen]:
         """The candidate's screen on ``attempts`` attempts a task (K unless a precision
-        round asks for more); every outcome but a pass is journaled here. One the budget
-        cut short (status ``budget``, perhaps before its first chunk) is journaled as
-        skipped; the budget is spent then."""
+        round asks for more), its race hasty unless ``patient``; every outcome but a pass
+        is journaled here. One the budget cut short (status ``budget``, perhaps before
+        its first chunk) is journaled as skipped; the budget is spent then; so is a
+        paused one, which the caller may screen again patiently."""
         gates = self.bench.spec.gates
         outcome = yield from race(
             self.rollouts, incumbent, candidate, self.order, chunk=self.chunk,
             k=attempts or self.k, alpha=self.alpha, min_effect=gates.min_effect,
-            beyond=lambda tasks: self._broken(candidate, tasks))
+            beyond=lambda tasks: self._broken(candidate, tasks), patient=patient)
         screen = Screen(proposal, candidate, outcome)
         t = outcome.test
         common = self._common(screen)
         if outcome.status == "budget":
             return self._cut(screen, head, common)
         move = proposal.move
+        if outcome.status == "paused":
+            self.emit(head(verdict="skipped", gates=[], why=(
+                f"paused after {outcome.tasks} screening tasks (screen {t.effect:+.3f}, "
+                f"p={t.p_value:.3g}): its estimate as it stands cannot reach p < "
+                f"{self.alpha:g} with every task in; its race goes on only if this "
+                "incumbent has nothing else left to screen"), **common))
+            self.memory.record(move, MoveNote(step, incumbent.fingerprint, "weak", t.effect,
+                                              outcome.se))
+            return screen
         if outcome.status in {"futile", "weak"}:
             why = ("cannot plausibly improve (futility)" if outcome.status == "futile"
                    else f"no dev improvement clear enough to confirm (p >= "

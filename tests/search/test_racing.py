@@ -107,10 +107,12 @@ def racer(bench: Bench, cache: AttemptCache, level: Callable[[int], Config],
     """``racer(candidate_level, **race_options)`` against the incumbent, level 0, with no
     rollout budget unless the options give one."""
     def run(candidate: int, *, left: int | None = None, slack: int = 0,
-            beyond: Callable[[int], bool] | None = None) -> RaceOutcome:
+            beyond: Callable[[int], bool] | None = None, patient: bool = True
+            ) -> RaceOutcome:
         return drive(session, race(cache, level(0), level(candidate), bench.tasks("dev"),
                                 chunk=CHUNK, k=K, alpha=ALPHA, min_effect=0.0,
-                                beyond=None if beyond is None else fetched(beyond)),
+                                beyond=None if beyond is None else fetched(beyond),
+                                patient=patient),
                      budget(cache, left, slack))
     return run
 
@@ -199,6 +201,43 @@ def test_a_weak_gain_stops_once_it_cannot_reach_alpha(racer: Race) -> None:
     assert out.test.effect == pytest.approx(1 / 32)
     assert hopeless(out.test, out.tasks / N_DEV, 0.0, ALPHA)
     assert not hopeless(paired_test(deltas(3, 3 * CHUNK), alpha=ALPHA), 0.6, 0.0, ALPHA)
+
+
+def test_a_hasty_race_pauses_from_half_the_tasks_where_only_optimism_would_go_on(
+        racer: Race) -> None:
+    # The sparse effect at 24 of 40 tasks: one win in 24. A trend one standard error
+    # better could still pass with every task in; the estimate as it stands could not.
+    out = racer(4, patient=False)
+    assert out.status == "paused" and out.tasks == 3 * CHUNK
+    assert out.test == paired_test(deltas(4, 3 * CHUNK), alpha=ALPHA)
+    assert hopeless(out.test, 0.6, 0.0, ALPHA, optimism=0.0)
+    assert not hopeless(out.test, 0.6, 0.0, ALPHA)
+    assert out.rollouts == 2 * 3 * CHUNK * K
+
+
+def test_a_paused_race_run_patiently_goes_on_from_where_it_stopped(
+        racer: Race, cache: AttemptCache) -> None:
+    racer(4, patient=False)
+    before = cache.executed
+    out = racer(4)
+    # The patient race decides as a race always has (it passes on the last chunk), and
+    # pays only for the tasks the hasty one did not reach.
+    assert out.status == "pass" and out.tasks == N_DEV
+    assert (out.rollouts, out.reused) == (2 * (N_DEV - 3 * CHUNK) * K, 2 * 3 * CHUNK * K)
+    assert cache.executed == before + out.rollouts
+
+
+def test_a_hasty_race_decides_before_half_the_tasks_as_a_patient_one(racer: Race) -> None:
+    # Before half the tasks the rule is the same: a strong effect passes at 16 tasks,
+    # a clear loss is futile at 8; the weak gain, weak at 32 in a patient race, pauses
+    # at the first look from half on.
+    hasty, patient = racer(1, patient=False), racer(1)
+    assert (hasty.status, hasty.tasks, hasty.test) == (patient.status, patient.tasks,
+                                                       patient.test) == ("pass", 2 * CHUNK,
+                                                                         hasty.test)
+    assert racer(2, patient=False).status == "futile"
+    weak = racer(3, patient=False)
+    assert weak.status == "paused" and weak.tasks == 3 * CHUNK
 
 
 def test_a_tolerance_out_of_reach_stops_the_race(racer: Race) -> None:
