@@ -23,6 +23,8 @@ from conftest import search_tasks, write_search_bench
 from forge.bench.loader import BudgetSettings, load_bench
 from forge.journal.run_store import RunStore
 from forge.proposers import SweepProposer
+from forge.report.html import render_html
+from forge.search.launch import launch_search
 from forge.search.loop import Search
 from forge.search.options import SearchOptions
 
@@ -42,6 +44,8 @@ SEED = 7
 
 
 def candidates(tmp_path: Path, registry: str) -> list[dict[str, Any]]:
+    """The candidate records of a seeded search on the bench with ``registry``; its run
+    folder is ``tmp_path / "run"``."""
     path = write_search_bench(tmp_path / "bench", HARNESS, registry=registry, k=2,
                               tasks=search_tasks(N_DEV, N_DEV, 4))
     bench = load_bench(path)
@@ -84,3 +88,14 @@ def test_a_paused_race_stays_where_it_stopped_when_another_move_is_promoted(
     # Against the new incumbent slow is a new candidate, raced from its first task.
     later = [r for r in records if r["step"] == 2 and r["move"]["target"] == "slow"]
     assert later and later[0]["incumbent"] != records[0]["incumbent"]
+
+
+def test_the_report_says_a_paused_candidate_was_paused_not_dropped(tmp_path: Path) -> None:
+    path = write_search_bench(tmp_path / "bench", HARNESS, registry=SLOW_AND_FAST, k=2,
+                              tasks=search_tasks(N_DEV, N_DEV, 4))
+    out = launch_search(path, journals=tmp_path / "journals", run_id="r", proposer="sweep",
+                        seed=SEED, max_steps=3, patience=2, run_test=False)
+    assert any(r["kind"] == "candidate" and (r["dev"] or {}).get("screen", {}).get("status")
+               == "paused" for r in out.records)
+    page = render_html(tmp_path / "journals" / "r")
+    assert "paused at screening: raced on only if nothing else is left to screen" in page

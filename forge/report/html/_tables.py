@@ -26,6 +26,7 @@ _SCREEN_WORDS = {
     "held": "held back by the memory of an earlier refusal",
     "worse": "dropped at screening: below the nearer value of its setting on an attempt",
     "budget": "cut short: budget spent during screening",
+    "paused": "paused at screening: raced on only if nothing else is left to screen",
 }
 
 #: Status word shown per tolerance check, and the cell's tone.
