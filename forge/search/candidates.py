@@ -136,14 +136,29 @@ class StepRunner:
                 if self.budget.spent:
                     break
                 continue
-            passed.append((screened, head))
-            if not self._room_to_compare():
-                promoted = yield from self._confirm_passed(step, incumbent, passed, tried,
-                                                           history)
-                if promoted is not None or self.budget.spent:
-                    return promoted
-                passed = []
+            done, promoted = yield from self._pass_on(step, incumbent, passed, screened, head,
+                                                      tried, history)
+            if done:
+                return promoted
         return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
+
+    def _pass_on(self, step: int, incumbent: Config,
+                 passed: list[tuple[Screen, CandidateHead]], screened: Screen | None,
+                 head: CandidateHead, tried: set[TriedKey], history: list[EvaluatedConfig]
+                 ) -> Fetch[tuple[bool, Promoted | None]]:
+        """``screened`` (if it passed) joins ``passed``; where the budget leaves no room to
+        compare the rest of the step first, those are confirmed at once and ``passed`` is
+        emptied. ``(True, promoted)`` when that ends the step: a promotion, or the budget
+        spent."""
+        if screened is None:
+            return False, None
+        passed.append((screened, head))
+        if self._room_to_compare():
+            return False, None
+        promoted = yield from self._confirm_passed(step, incumbent, list(passed), tried,
+                                                   history)
+        passed.clear()
+        return promoted is not None or self.budget.spent, promoted
 
     @staticmethod
     def _passing(screened: Screen | Literal[False]) -> Screen | None:
@@ -255,15 +270,10 @@ class StepRunner:
             head = self.head(step, incumbent, proposal)
             screened = self._passing((yield from self.screening.run(
                 step, incumbent, proposal, paused.candidate, head, attempts=self.attempts)))
-            if screened is None:
-                continue
-            passed.append((screened, head))
-            if not self._room_to_compare():
-                promoted = yield from self._confirm_passed(step, incumbent, passed, tried,
-                                                           history)
-                if promoted is not None or self.budget.spent:
-                    return promoted
-                passed = []
+            done, promoted = yield from self._pass_on(step, incumbent, passed, screened, head,
+                                                      tried, history)
+            if done:
+                return promoted
         return (yield from self._confirm_passed(step, incumbent, passed, tried, history))
 
     def confirm_deferred(self, step: int, incumbent: Config, tried: set[TriedKey],
